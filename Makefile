@@ -1,0 +1,32 @@
+# One task runner for people and CI. `make demo` and `make test` do all their own set-up.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint system-deps clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[test]'
+	touch $(STAMP)
+
+system-deps:
+	./scripts/install-system-deps.sh
+
+demo: $(STAMP)
+	$(BIN)/nsync analyze fixtures/h200/print_deg.sqlite.xz --json demo-out/print_deg.json
+	@echo "healthy twin, for comparison:"
+	$(BIN)/nsync analyze fixtures/h200/print_ok.sqlite.xz --top 3
+
+lint: $(STAMP)
+	$(BIN)/ruff check nsync tests benchmarks
+	$(BIN)/ruff format --check nsync tests benchmarks
+	@! grep -rnE "iterrows|itertuples|apply\(.*axis=1" nsync/ || (echo "per-row Python on the data path"; exit 1)
+
+test: system-deps $(STAMP) lint
+	$(BIN)/pytest -q
+
+clean:
+	rm -rf $(VENV) demo-out .pytest_cache .ruff_cache

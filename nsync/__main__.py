@@ -1,0 +1,3 @@
+from nsync.cli import main
+
+main()

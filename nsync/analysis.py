@@ -1,0 +1,151 @@
+"""The pipeline: load -> detect -> steps -> attribute -> call sites, as one public function."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from nsync.attribute import attribute_syncs, device_busy
+from nsync.callsites import assign_stacks, label_callsites, rank_callsites
+from nsync.config import AnalysisConfig
+from nsync.detect import detect_syncs
+from nsync.load import Stack, Trace, load_trace
+from nsync.steps import Steps, find_steps
+from nsync.timeline import BusyUnion, ops_with_launch
+
+SCHEMA = "nsync.analysis/1"
+NO_CUDA = "no CUDA activity in this trace: nothing to attribute (was the program run on a GPU, with -t cuda?)"
+NO_GPU_WORK = "CUDA API calls but no GPU work (kernels, copies, memsets) in this trace: nothing to attribute"
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """Everything renderers need; no renderer touches the trace."""
+
+    trace_path: str
+    nsys_version: str | None
+    schema_version: str | None
+    gpus: list[str]
+    config: AnalysisConfig
+    steps: Steps
+    step_stats: pd.DataFrame
+    window_ns: tuple[int, int]
+    syncs: pd.DataFrame
+    callsites: pd.DataFrame
+    stacks: list[Stack]
+    totals: dict[str, int]
+    warnings: list[str] = field(default_factory=list)
+    status: str = "ok"  # ok | no-cuda | no-gpu-work
+
+
+def analyze(
+    source: str | Path | Trace, config: AnalysisConfig | None = None, progress: Callable[[str], None] | None = None
+) -> Analysis:
+    """Analyse an nsys SQLite export (or an already loaded :class:`Trace`)."""
+    config = config or AnalysisConfig()
+    say = progress or (lambda _msg: None)
+    trace = source if isinstance(source, Trace) else load_trace(source, progress=say)
+    ops = ops_with_launch(trace)
+    if not trace.has_cuda or ops.empty:
+        return _empty(trace, config, NO_CUDA if not trace.has_cuda else NO_GPU_WORK)
+    say("detecting syncs")
+    syncs = detect_syncs(trace, ops)
+    steps = find_steps(trace, ops, config)
+    busy = device_busy(trace, ops)
+    say("attributing GPU idle")
+    syncs = attribute_syncs(trace, ops, syncs, steps, busy, config)
+    syncs, stacks = assign_stacks(trace, syncs)
+    syncs = label_callsites(syncs, stacks)
+    window = _window(steps, ops)
+    inside = (syncs["start"] >= window[0]) & (syncs["start"] < window[1])
+    in_window = syncs.loc[inside].reset_index(drop=True)
+    callsites = rank_callsites(in_window, stacks, steps.count)
+    totals = _totals(in_window, busy, window)
+    totals["syncs_outside_window"] = int((~inside).sum())
+    return Analysis(
+        trace_path=str(trace.path),
+        nsys_version=trace.nsys_version,
+        schema_version=trace.schema_version,
+        gpus=_gpu_names(trace, ops),
+        config=config,
+        steps=steps,
+        step_stats=_step_stats(steps, in_window, busy),
+        window_ns=window,
+        syncs=in_window,
+        callsites=callsites,
+        stacks=stacks,
+        totals=totals,
+        warnings=list(trace.warnings),
+    )
+
+
+def _empty(trace: Trace, config: AnalysisConfig, reason: str) -> Analysis:
+    steps = Steps(table=pd.DataFrame({"start": [], "end": [], "name": []}), source="none", warmup=0)
+    return Analysis(
+        trace_path=str(trace.path),
+        nsys_version=trace.nsys_version,
+        schema_version=trace.schema_version,
+        gpus=[],
+        config=config,
+        steps=steps,
+        step_stats=pd.DataFrame(),
+        window_ns=(0, 0),
+        syncs=pd.DataFrame(),
+        callsites=rank_callsites(pd.DataFrame(), [], 0),
+        stacks=[],
+        totals=_totals(pd.DataFrame(), {}, (0, 0)),
+        warnings=[*trace.warnings, reason],
+        status="no-cuda" if not trace.has_cuda else "no-gpu-work",
+    )
+
+
+def _window(steps: Steps, ops: pd.DataFrame) -> tuple[int, int]:
+    """The analysed steps, or the whole GPU span when there are none."""
+    analysed = steps.analysed
+    if not analysed.empty:
+        return int(analysed["start"].min()), int(analysed["end"].max())
+    return int(min(ops["start"].min(), ops["launch_start"].min())), int(ops["end"].max())
+
+
+def _totals(syncs: pd.DataFrame, busy: dict[tuple[int, int], BusyUnion], window: tuple[int, int]) -> dict[str, int]:
+    w0, w1 = np.array([window[0]]), np.array([window[1]])
+    gpu_idle = sum(int(u.idle_between(w0, w1)[0]) for u in busy.values())
+    return {
+        "span_ns": window[1] - window[0],
+        "gpu_idle_ns": gpu_idle,
+        "gpu_busy_ns": len(busy) * (window[1] - window[0]) - gpu_idle,
+        "exposed_idle_ns": int(syncs["exposed_idle_ns"].sum()) if len(syncs) else 0,
+        "host_wait_ns": int(syncs["wait_ns"].sum()) if len(syncs) else 0,
+        "sync_count": len(syncs),
+    }
+
+
+def _step_stats(steps: Steps, syncs: pd.DataFrame, busy: dict[tuple[int, int], BusyUnion]) -> pd.DataFrame:
+    table = steps.analysed.reset_index(drop=True)
+    starts, ends = table["start"].to_numpy(np.int64), table["end"].to_numpy(np.int64)
+    gpu_idle = np.zeros(len(table), np.int64)
+    for union in busy.values():
+        gpu_idle += union.idle_between(starts, ends)
+    in_step = syncs.loc[syncs["step"] >= 0]
+    exposed = np.bincount(in_step["step"], weights=in_step["exposed_idle_ns"], minlength=len(table))
+    count = np.bincount(in_step["step"], minlength=len(table))
+    return pd.DataFrame(
+        {
+            "start": starts,
+            "end": ends,
+            "duration_ns": ends - starts,
+            "gpu_idle_ns": gpu_idle,
+            "exposed_idle_ns": exposed[: len(table)].astype(np.int64),
+            "sync_count": count[: len(table)],
+        }
+    )
+
+
+def _gpu_names(trace: Trace, ops: pd.DataFrame) -> list[str]:
+    used = sorted(set(ops["device_id"].tolist()))
+    names = dict(zip(trace.gpus["device_id"], trace.gpus["name"]))
+    return [str(names.get(d, f"GPU {d}")) for d in used]

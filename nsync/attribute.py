@@ -1,0 +1,170 @@
+"""Stage 3: what each sync cost — host wait, lead before, drain, rebuild and exposed GPU idle.
+
+One sync S on host thread T, interval [s0, s1] (design.md, "The model")::
+
+    host T   ──launch──launch──[==== S waits ====]──py──launch─py──launch──launch──▶
+    GPU      ████████████████████████▏ idle (exposed)          ██     ██  ████████
+                       lead L(s0)    D                s1               R
+    exposed idle E(S) = GPU idle inside [max(s0, min(D, s1)), R]
+
+- lead L(t): how far the latest GPU end among ops T launched by t lies ahead of t (>= 0);
+- drain D: end of the last op S waited for (its stream, or the device, launched by the cutoff);
+- rebuild R: first launch after s1 that puts T's lead back above its threshold, T's next sync, or the
+  end of the step after the sync's own, whichever comes first. (design.md stops at the sync's own step
+  end; a sync at the end of a step starves the start of the next one, so R may run one step on.)
+
+The window starts at s0 rather than at D when the GPU ran dry before the call: that idle came from
+the host being slow already, not from S. Consecutive syncs on one thread never share idle, because
+R stops at the next sync.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from nsync.config import AnalysisConfig
+from nsync.load import Trace
+from nsync.steps import Steps
+from nsync.timeline import BusyUnion, running_max_at
+
+NO_TIME = np.iinfo(np.int64).max
+
+
+@dataclass(frozen=True)
+class LeadCurve:
+    """Thread T's lead just after each of its launches: L(t_i) = running max GPU end - t_i."""
+
+    launch_end: np.ndarray
+    gpu_end_max: np.ndarray
+    threshold_ns: int
+
+    @classmethod
+    def of(cls, launch_end: np.ndarray, gpu_end: np.ndarray, config: AnalysisConfig) -> LeadCurve:
+        order = np.argsort(launch_end, kind="stable")
+        t = np.asarray(launch_end, np.int64)[order]
+        running = np.maximum.accumulate(np.asarray(gpu_end, np.int64)[order]) if len(t) else t
+        lead_at_launch = np.clip(running - t, 0, None)
+        median = float(np.median(lead_at_launch)) if len(t) else 0.0
+        threshold = max(config.lead_floor_ns, int(config.lead_fraction * median))
+        return cls(launch_end=t, gpu_end_max=running, threshold_ns=threshold)
+
+    def lead_at(self, t: np.ndarray) -> np.ndarray:
+        latest = running_max_at(self.launch_end, self.gpu_end_max, t)
+        return np.where(latest >= 0, np.clip(latest - np.asarray(t, np.int64), 0, None), 0)
+
+    def rebuilt_after(self, t: np.ndarray) -> np.ndarray:
+        """The first instant >= t at which the lead is at or above threshold (NO_TIME if never)."""
+        t = np.asarray(t, np.int64)
+        n = len(self.launch_end)
+        found_at = np.full(t.shape, NO_TIME, np.int64)
+        if n:
+            ok = (self.gpu_end_max - self.launch_end) >= self.threshold_ns
+            next_ok = np.minimum.accumulate(np.where(ok, np.arange(n), n)[::-1])[::-1]
+            j = np.append(next_ok, n)[np.searchsorted(self.launch_end, t, side="right")]
+            found = j < n
+            found_at[found] = self.launch_end[j[found]]
+        return np.where(self.lead_at(t) >= self.threshold_ns, t, found_at)
+
+
+def device_busy(trace: Trace, ops: pd.DataFrame) -> dict[tuple[int, int], BusyUnion]:
+    """The GPU-busy union per (process, device): ops plus the overhead nsys itself counts as busy."""
+    unions = {}
+    extra = trace.gpu_busy_extra
+    for (pid, device), group in ops.groupby(["global_pid", "device_id"], sort=True):
+        mine = extra.loc[extra["global_pid"] == pid]
+        unions[(int(pid), int(device))] = BusyUnion(
+            np.concatenate([group["start"].to_numpy(), mine["start"].to_numpy()]),
+            np.concatenate([group["end"].to_numpy(), mine["end"].to_numpy()]),
+        )
+    return unions
+
+
+def drain_points(syncs: pd.DataFrame, ops: pd.DataFrame) -> np.ndarray:
+    """End of the last op each sync waited for (its stream or whole device, launched by the cutoff)."""
+    drain = np.full(len(syncs), -1, np.int64)
+    ops = ops.sort_values("launch_start")
+    for scope_stream, by_scope in (
+        (True, ["global_pid", "device_id", "scope_stream_id"]),
+        (False, ["global_pid", "device_id"]),
+    ):
+        wanted = syncs["scope_stream_id"] >= 0 if scope_stream else syncs["scope_stream_id"] < 0
+        op_keys = ["global_pid", "device_id", "stream_id"] if scope_stream else ["global_pid", "device_id"]
+        op_groups = ops.groupby(op_keys, sort=False).indices
+        for key, rows in syncs.loc[wanted].groupby(by_scope, sort=False).indices.items():
+            idx = op_groups.get(key if isinstance(key, tuple) else (key,))
+            if idx is None:
+                continue
+            chosen = ops.iloc[idx]
+            targets = syncs.index[wanted][rows]
+            drain[targets] = running_max_at(
+                chosen["launch_start"].to_numpy(), chosen["end"].to_numpy(), syncs.loc[targets, "cutoff_ns"].to_numpy()
+            )
+    return drain
+
+
+def attribute_syncs(
+    trace: Trace,
+    ops: pd.DataFrame,
+    syncs: pd.DataFrame,
+    steps: Steps,
+    busy: dict[tuple[int, int], BusyUnion],
+    config: AnalysisConfig,
+) -> pd.DataFrame:
+    """Add wait_ns, lead_before_ns, drain_ns, rebuild_ns, exposed_idle_ns and step to each sync."""
+    syncs = syncs.sort_values(["global_tid", "start"]).reset_index(drop=True)
+    s0, s1 = syncs["start"].to_numpy(np.int64), syncs["end"].to_numpy(np.int64)
+    syncs["wait_ns"] = s1 - s0
+    syncs["drain_ns"] = drain_points(syncs, ops)
+
+    tids = syncs["global_tid"].to_numpy(np.int64)
+    bound = np.full(len(syncs), NO_TIME, np.int64)
+    same_thread_next = np.flatnonzero(tids[:-1] == tids[1:])
+    bound[same_thread_next] = s0[same_thread_next + 1]
+    bound = np.minimum(bound, _step_end_after(steps.table, s1))
+    lead_before = np.zeros(len(syncs), np.int64)
+    rebuilt = np.full(len(syncs), NO_TIME, np.int64)
+    for tid, rows in syncs.groupby("global_tid", sort=False).indices.items():
+        mine = ops.loc[ops["launch_tid"] == tid]
+        curve = LeadCurve.of(mine["launch_end"].to_numpy(), mine["end"].to_numpy(), config)
+        lead_before[rows] = curve.lead_at(s0[rows])
+        rebuilt[rows] = curve.rebuilt_after(s1[rows])
+    drain = syncs["drain_ns"].to_numpy()
+    start = np.where(drain >= 0, np.maximum(s0, np.minimum(drain, s1)), s0)
+    last_gpu_end = int(ops["end"].max()) if len(ops) else int(s1.max(initial=0))
+    rebuild = np.maximum(np.minimum(np.minimum(rebuilt, bound), max(last_gpu_end, 0)), start)
+    rebuild = np.maximum(rebuild, s1)
+    syncs["lead_before_ns"] = lead_before
+    syncs["rebuild_ns"] = rebuild
+    exposed = np.zeros(len(syncs), np.int64)
+    for (pid, device), rows in syncs.groupby(["global_pid", "device_id"], sort=False).indices.items():
+        union = busy.get((int(pid), int(device)))
+        if union is not None:
+            exposed[rows] = union.idle_between(start[rows], rebuild[rows])
+    syncs["exposed_idle_ns"] = exposed
+    syncs["step"] = step_of(steps, s0)
+    return syncs.sort_values("start").reset_index(drop=True)
+
+
+def _step_end_after(table: pd.DataFrame, t: np.ndarray) -> np.ndarray:
+    """The end of the step after the one containing each t (its own end if last; NO_TIME outside steps)."""
+    if table.empty:
+        return np.full(len(t), NO_TIME, np.int64)
+    starts, ends = table["start"].to_numpy(np.int64), table["end"].to_numpy(np.int64)
+    k = np.searchsorted(starts, t, side="right") - 1
+    kc = np.clip(k, 0, None)
+    following = ends[np.clip(kc + 1, 0, len(ends) - 1)]
+    return np.where((k >= 0) & (t < ends[kc]), following, NO_TIME)
+
+
+def step_of(steps: Steps, t: np.ndarray) -> np.ndarray:
+    """Index (among analysed steps) of the step containing each t, or -1."""
+    table = steps.analysed
+    if table.empty:
+        return np.full(len(t), -1, np.int64)
+    starts, ends = table["start"].to_numpy(np.int64), table["end"].to_numpy(np.int64)
+    k = np.searchsorted(starts, t, side="right") - 1
+    kc = np.clip(k, 0, None)
+    return np.where((k >= 0) & (t < ends[kc]), k, -1)

@@ -1,0 +1,222 @@
+"""Stage 4: name the line behind each sync and rank lines by the GPU time their syncs cost.
+
+A sync's stack comes from, best first: its Python backtrace (``--python-backtrace=cuda``), its native
+CUDA backtrace (``CUDA_CALLCHAINS``), or the Python sampling mark nearest to it on its thread. The call
+site is the innermost frame of the user's own code (not the standard library, site-packages or torch).
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+from nsync.detect import SyncKind
+from nsync.load import CallsiteSource, Frame, Stack, Trace
+from nsync.load.pyframes import StackTable
+
+_LIBRARY_FILE = re.compile(
+    r"(site-packages|dist-packages)[/\\]|^<frozen |[/\\]lib[/\\]python\d+(\.\d+)?[/\\]|[/\\]torch[/\\]"
+)
+_RUNTIME_MODULE = re.compile(r"lib(cuda|cudart|cupti|nvidia-|nvrtc|c\.so|pthread)|ld-linux|python\d")
+SAMPLE_LOOKBACK_NS = 5_000_000  # a sampling mark this long before a sync can still name its line
+UNKNOWN_FILE = "<unknown>"
+
+# kind -> (short hint for the table, full hint); from the quick reference in seeds/sync-free-pytorch-skill.md
+HINTS = {
+    SyncKind.READ: (
+        "keep the value on the GPU",
+        "a GPU value is read on the host (.item(), print(t), .tolist(), `if t:`): keep it on the GPU "
+        "(torch.where), or batch the reads into one .cpu() at the end of the step",
+    ),
+    SyncKind.STREAM: (
+        "move the wait out of the step",
+        "stream synchronize: wait on an event recorded where the value is ready, or move the "
+        "wait to the end of the step",
+    ),
+    SyncKind.DEVICE: (
+        "drop torch.cuda.synchronize()",
+        "torch.cuda.synchronize(): drop it from the hot loop (time with CUDA events instead)",
+    ),
+    SyncKind.EVENT: (
+        "let the GPU wait (wait_event)",
+        "event.synchronize(): let the GPU wait instead (stream.wait_event) or query it later",
+    ),
+    SyncKind.MEMCPY_PAGEABLE: (
+        "pin memory, non_blocking=True",
+        "copy between the GPU and pageable memory: pin the host buffer (pin_memory()) and pass non_blocking=True",
+    ),
+    SyncKind.MEMCPY_BLOCKING: (
+        "copy with non_blocking=True",
+        "blocking copy (.cpu(), .cuda(), torch.tensor(data, device='cuda')): create on "
+        "the CPU, pin, and copy with non_blocking=True",
+    ),
+    SyncKind.MEMSET: (
+        "use an async memset",
+        "synchronous memset of pinned/managed memory: use an async memset on a stream",
+    ),
+    SyncKind.IMPLICIT: (
+        "reuse buffers",
+        "allocation/free that synchronises the device: reuse buffers (avoid "
+        "torch.cuda.empty_cache() and per-step allocations of pinned memory)",
+    ),
+}
+# When a site shows several kinds (.cpu() = pageable copy + stream sync), the first here names the fix.
+HINT_PRIORITY = (
+    SyncKind.MEMCPY_PAGEABLE,
+    SyncKind.MEMCPY_BLOCKING,
+    SyncKind.READ,
+    SyncKind.DEVICE,
+    SyncKind.EVENT,
+    SyncKind.STREAM,
+    SyncKind.MEMSET,
+    SyncKind.IMPLICIT,
+)
+PRINT_HINT = (
+    "print outside the hot loop",
+    "printing a CUDA tensor copies it to the host: print outside the hot loop, or log a value read once every N steps",
+)
+
+
+def is_user_file(path: str) -> bool:
+    return not _LIBRARY_FILE.search(path)
+
+
+def callsite_frame(stack: Stack, source: str) -> Frame:
+    """The frame that names the call site: innermost user frame (innermost frame if none)."""
+    if source == CallsiteSource.NATIVE_CALLCHAIN:
+        return next((f for f in stack if not _RUNTIME_MODULE.search(f.file)), stack[0])
+    return next((f for f in stack if is_user_file(f.file)), stack[0])
+
+
+def hint_for(kinds: list[str], stack: Stack) -> tuple[str, str]:
+    """(short, full) fix hint for a call site, from its sync kinds and its stack."""
+    if any(frame.file.endswith("_tensor_str.py") for frame in stack):
+        return PRINT_HINT
+    return next((HINTS[kind] for kind in HINT_PRIORITY if kind in kinds), ("", ""))
+
+
+def assign_stacks(trace: Trace, syncs: pd.DataFrame) -> tuple[pd.DataFrame, list[Stack]]:
+    """Give each sync a stack id (into the returned list) and the source it came from."""
+    table = StackTable()
+    for stack in trace.stacks:
+        table.intern(stack)
+    calls = trace.api.iloc[syncs["call_row"].to_numpy()]
+    stack_id = calls["py_stack_id"].to_numpy(np.int64).copy()
+    source = np.where(stack_id >= 0, CallsiteSource.PYTHON_BACKTRACE, CallsiteSource.NONE).astype(object)
+
+    native = _native_stacks(trace, calls["callchain_id"].to_numpy(np.int64), table)
+    use_native = (stack_id < 0) & (native >= 0)
+    stack_id[use_native] = native[use_native]
+    source[use_native] = CallsiteSource.NATIVE_CALLCHAIN
+
+    sampled = _sampled_stacks(trace.py_samples, syncs)
+    use_sample = (stack_id < 0) & (sampled >= 0)
+    stack_id[use_sample] = sampled[use_sample]
+    source[use_sample] = CallsiteSource.PYTHON_SAMPLING
+    return syncs.assign(stack_id=stack_id, callsite_source=source), table.stacks
+
+
+def _native_stacks(trace: Trace, callchain_ids: np.ndarray, table: StackTable) -> np.ndarray:
+    wanted = np.unique(callchain_ids[callchain_ids >= 0])
+    frames = trace.callchains.loc[trace.callchains["callchain_id"].isin(wanted)].sort_values(["callchain_id", "depth"])
+    ids = {}
+    for chain, group in frames.groupby("callchain_id", sort=False):
+        modules = [m.rsplit("/", 1)[-1] for m in group["module"]]
+        ids[chain] = table.intern(tuple(Frame(fn, mod, 0) for fn, mod in zip(group["function"], modules)))
+    return np.array([ids.get(c, -1) for c in callchain_ids], dtype=np.int64) if len(callchain_ids) else callchain_ids
+
+
+def _sampled_stacks(samples: pd.DataFrame, syncs: pd.DataFrame) -> np.ndarray:
+    """The latest sampling mark on the sync's thread at or before its end, if recent enough."""
+    out = np.full(len(syncs), -1, np.int64)
+    if samples.empty or syncs.empty:
+        return out
+    left = pd.DataFrame(
+        {
+            "row": np.arange(len(syncs)),
+            "global_tid": syncs["global_tid"].to_numpy(),
+            "end": syncs["end"].to_numpy(np.int64),
+            "start": syncs["start"].to_numpy(np.int64),
+        }
+    )
+    merged = pd.merge_asof(
+        left.sort_values("end"),
+        samples.sort_values("start").rename(columns={"start": "t"}),
+        left_on="end",
+        right_on="t",
+        by="global_tid",
+        direction="backward",
+    )
+    recent = merged["t"].notna() & (merged["t"] >= merged["start"] - SAMPLE_LOOKBACK_NS)
+    out[merged.loc[recent, "row"].to_numpy()] = merged.loc[recent, "stack_id"].to_numpy(np.int64)
+    return out
+
+
+def label_callsites(syncs: pd.DataFrame, stacks: list[Stack]) -> pd.DataFrame:
+    """Add file, line and function of each sync's call site."""
+    frames = {}
+    for stack_id, source in set(zip(syncs["stack_id"].tolist(), syncs["callsite_source"].tolist())):
+        frames[(stack_id, source)] = callsite_frame(stacks[stack_id], source) if stack_id >= 0 else None
+    keys = list(zip(syncs["stack_id"].tolist(), syncs["callsite_source"].tolist()))
+    picked = [frames[k] for k in keys]
+    return syncs.assign(
+        file=[f.file if f else UNKNOWN_FILE for f in picked],
+        line=[f.line if f else 0 for f in picked],
+        function=[f.function if f else api for f, api in zip(picked, syncs["api"].astype(str))],
+    )
+
+
+def rank_callsites(syncs: pd.DataFrame, stacks: list[Stack], step_count: int) -> pd.DataFrame:
+    """One row per call site, ranked by exposed idle (descending)."""
+    columns = [
+        "file",
+        "line",
+        "function",
+        "count",
+        "syncs_per_step",
+        "executions_per_step",
+        "exposed_idle_ns",
+        "exposed_idle_ns_per_step",
+        "host_wait_ns",
+        "host_wait_ns_per_step",
+        "lead_before_ns_mean",
+        "apis",
+        "kinds",
+        "copy_directions",
+        "stack",
+        "callsite_source",
+        "short_hint",
+        "hint",
+    ]
+    if syncs.empty:
+        return pd.DataFrame({c: [] for c in columns})
+    keys = ["file", "line", "function"]
+    ordered = syncs.sort_values(["global_tid", "start"])
+    # An execution of a line: consecutive syncs from it on one thread within one step (print(t) = 8 syncs).
+    changed = ordered[[*keys, "global_tid", "step"]].ne(ordered[[*keys, "global_tid", "step"]].shift(1)).any(axis=1)
+    ordered = ordered.assign(execution=changed.to_numpy(np.int64))
+    grouped = ordered.groupby(keys, sort=False, dropna=False)
+    table = grouped.agg(
+        count=("start", "size"),
+        executions=("execution", "sum"),
+        exposed_idle_ns=("exposed_idle_ns", "sum"),
+        host_wait_ns=("wait_ns", "sum"),
+        lead_before_ns_mean=("lead_before_ns", "mean"),
+        stack_id=("stack_id", lambda s: s.mode().iloc[0]),
+        callsite_source=("callsite_source", lambda s: s.mode().iloc[0]),
+    ).reset_index()
+    table["apis"] = grouped["api"].agg(lambda s: sorted(set(map(str, s)))).to_numpy()
+    table["kinds"] = grouped["kind"].agg(lambda s: sorted(set(s))).to_numpy()
+    table["copy_directions"] = grouped["copy_direction"].agg(lambda s: sorted(set(s) - {""})).to_numpy()
+    per_step = step_count if step_count > 0 else np.nan
+    table["syncs_per_step"] = table["count"] / per_step
+    table["executions_per_step"] = table["executions"] / per_step
+    table["exposed_idle_ns_per_step"] = table["exposed_idle_ns"] / per_step
+    table["host_wait_ns_per_step"] = table["host_wait_ns"] / per_step
+    table["stack"] = [stacks[i] if i >= 0 else () for i in table["stack_id"]]
+    hints = [hint_for(k, s) for k, s in zip(table["kinds"], table["stack"])]
+    table["short_hint"] = [short for short, _ in hints]
+    table["hint"] = [full for _, full in hints]
+    return table.sort_values(["exposed_idle_ns", "count"], ascending=False)[columns].reset_index(drop=True)

@@ -1,0 +1,22 @@
+"""Analysis settings, with the defaults design.md argues for."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class AnalysisConfig:
+    """Knobs of the model. Defaults suit eager PyTorch training and inference loops.
+
+    - ``step_range``: NVTX range name that marks one step (``None``: pick automatically).
+    - ``warmup_steps``: leading steps left out of per-step figures (``None``: 1 when there are at
+      least 4 steps, else 0).
+    - ``lead_fraction`` / ``lead_floor_ns``: a thread has rebuilt its lead once the lead is back above
+      ``max(lead_floor_ns, lead_fraction * the thread's median lead)``.
+    """
+
+    step_range: str | None = None
+    warmup_steps: int | None = None
+    lead_fraction: float = 0.5
+    lead_floor_ns: int = 30_000

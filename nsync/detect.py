@@ -1,0 +1,255 @@
+"""Stage 2: find the CUDA calls that blocked their host thread on GPU work, and what they waited for.
+
+Classification goes by API name (plus the MEMCPY/MEMSET row), never by SYNCHRONIZATION.syncType,
+whose labels are wrong on recent stacks (nsys-sqlite.md §2.5).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from nsync.load import Trace
+
+DEVICE_SYNC_APIS = frozenset({"cudaDeviceSynchronize", "cudaThreadSynchronize", "cuCtxSynchronize"})
+STREAM_SYNC_APIS = frozenset({"cudaStreamSynchronize", "cuStreamSynchronize"})
+EVENT_SYNC_APIS = frozenset({"cudaEventSynchronize", "cuEventSynchronize"})
+# Calls documented or observed to synchronise the device implicitly.
+IMPLICIT_SYNC_APIS = frozenset(
+    {"cudaFree", "cudaFreeHost", "cudaFreeArray", "cudaDeviceReset", "cuMemFree", "cuMemFreeHost"}
+)
+MEMCPY_PREFIXES = ("cudaMemcpy", "cuMemcpy")
+MEMSET_PREFIXES = ("cudaMemset", "cuMemset", "cuMemsetD")
+PAGEABLE, PINNED, MANAGED = 0, 1, 4  # ENUM_CUDA_MEM_KIND
+COPY_DIRECTIONS = {
+    1: "HtoD",
+    2: "DtoH",
+    3: "HtoA",
+    4: "AtoH",
+    5: "AtoA",
+    6: "AtoD",
+    7: "DtoA",
+    8: "DtoD",
+    9: "HtoH",
+    10: "PtoP",
+    11: "HtoD",
+    12: "DtoH",
+    13: "DtoD",
+}
+
+
+class SyncKind:
+    DEVICE = "device-sync"
+    STREAM = "stream-sync"
+    EVENT = "event-sync"
+    READ = "dtoh-read"  # a device->host copy followed by a stream sync: .item(), print(t), .tolist()
+    MEMCPY_PAGEABLE = "pageable-copy"
+    MEMCPY_BLOCKING = "blocking-copy"
+    MEMSET = "sync-memset"
+    IMPLICIT = "implicit-sync"
+
+
+SYNC_COLUMNS = [
+    "call_row",
+    "start",
+    "end",
+    "global_tid",
+    "global_pid",
+    "correlation_id",
+    "api",
+    "kind",
+    "device_id",
+    "scope_stream_id",
+    "cutoff_ns",
+    "copy_bytes",
+    "copy_direction",
+]
+
+
+def detect_syncs(trace: Trace, ops: pd.DataFrame) -> pd.DataFrame:
+    """One row per blocking call: its interval, kind, device, and the scope of GPU work it waited on.
+
+    ``scope_stream_id`` is the stream waited on, or -1 for the whole device; only ops launched at or
+    before ``cutoff_ns`` (their launch call's start) count as waited for.
+    """
+    api = trace.api.reset_index(drop=True)
+    names = api["api"].astype("category")
+    kind_of_name = {name: _kind_of_name(str(name)) for name in names.cat.categories}
+    async_of_name = {name: "Async" in str(name) for name in names.cat.categories}
+    base = pd.DataFrame(
+        {
+            "call_row": np.arange(len(api)),
+            "start": api["start"],
+            "end": api["end"],
+            "global_tid": api["global_tid"],
+            "global_pid": api["global_pid"],
+            "correlation_id": api["correlation_id"],
+            "api": names,
+        }
+    )
+    kind = names.map(kind_of_name).astype(object).to_numpy() if len(api) else np.zeros(0, object)
+    base["is_async"] = names.map(async_of_name).astype(bool).to_numpy() if len(api) else np.zeros(0, bool)
+    base["kind"] = kind
+    candidates = base.loc[kind != ""].copy()
+    candidates = _attach_copy(candidates, ops)
+    candidates = _classify_copies(candidates)
+    candidates = _mark_reads(candidates, base, ops)
+    candidates = _resolve_scope(candidates, trace, ops)
+    return candidates[SYNC_COLUMNS].sort_values(["start", "global_tid"]).reset_index(drop=True)
+
+
+def _kind_of_name(name: str) -> str:
+    """Sync kind by API name; 'memcpy'/'memset' are candidates that their GPU row decides."""
+    if name in DEVICE_SYNC_APIS:
+        return SyncKind.DEVICE
+    if name in STREAM_SYNC_APIS:
+        return SyncKind.STREAM
+    if name in EVENT_SYNC_APIS:
+        return SyncKind.EVENT
+    if name in IMPLICIT_SYNC_APIS:
+        return SyncKind.IMPLICIT
+    if name.startswith(MEMCPY_PREFIXES):
+        return "memcpy"
+    if name.startswith(MEMSET_PREFIXES) and "Async" not in name:
+        return "memset"
+    return ""
+
+
+def _attach_copy(calls: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
+    copies = ops.loc[
+        ops["op"].isin(["memcpy", "memset"]),
+        [
+            "global_pid",
+            "correlation_id",
+            "start",
+            "end",
+            "device_id",
+            "stream_id",
+            "copy_kind",
+            "src_kind",
+            "dst_kind",
+            "bytes",
+            "mem_kind",
+        ],
+    ]
+    copies = copies.drop_duplicates(["global_pid", "correlation_id"]).rename(
+        columns={"start": "op_start", "end": "op_end", "device_id": "op_device", "stream_id": "op_stream"}
+    )
+    return calls.merge(copies, on=["global_pid", "correlation_id"], how="left")
+
+
+def _classify_copies(calls: pd.DataFrame) -> pd.DataFrame:
+    """Keep the copies and memsets that actually blocked the host; name their kind.
+
+    A copy blocked its thread when the GPU had reached it before the call returned: the call waited
+    for all earlier work on the stream. A pageable host-to-device copy the driver could stage and
+    return from early starts on the GPU after the call returned, and is not a sync.
+    """
+    has_op = calls["op_end"].notna()
+    waited = ~has_op | (calls["op_start"] <= calls["end"])
+    pageable = (calls["src_kind"] == PAGEABLE) | (calls["dst_kind"] == PAGEABLE)
+    is_copy = calls["kind"] == "memcpy"
+    blocking_copy = is_copy & ~calls["is_async"] & waited & (calls["copy_kind"] != 8)
+    pageable_copy = is_copy & calls["is_async"] & has_op & pageable & waited
+    sync_memset = (calls["kind"] == "memset") & calls["mem_kind"].isin([PINNED, MANAGED])
+    calls.loc[blocking_copy, "kind"] = SyncKind.MEMCPY_BLOCKING
+    calls.loc[pageable_copy, "kind"] = SyncKind.MEMCPY_PAGEABLE
+    calls.loc[sync_memset, "kind"] = SyncKind.MEMSET
+    calls = calls.loc[~calls["kind"].isin(["memcpy", "memset"])].copy()
+    calls["copy_bytes"] = calls["bytes"].fillna(-1).astype(np.int64)
+    direction = calls["copy_kind"].map(COPY_DIRECTIONS)
+    calls["copy_direction"] = direction.where(direction.notna(), "")
+    return calls
+
+
+def _mark_reads(syncs: pd.DataFrame, calls: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
+    """A stream sync right after a device-to-host copy on the same thread is a value read (.item())."""
+    order = calls.sort_values(["global_tid", "start"])
+    prev_row = order["call_row"].shift(1)
+    same_thread = order["global_tid"].eq(order["global_tid"].shift(1))
+    previous = pd.Series(np.where(same_thread, prev_row, -1), index=order["call_row"].to_numpy())
+    dtoh = ops.loc[(ops["op"] == "memcpy") & (ops["copy_kind"] == 2), ["global_pid", "correlation_id"]]
+    dtoh_calls = calls.merge(dtoh, on=["global_pid", "correlation_id"])["call_row"].to_numpy()
+    is_stream = syncs["kind"] == SyncKind.STREAM
+    after_read = np.isin(previous.reindex(syncs["call_row"]).to_numpy(), dtoh_calls)
+    syncs.loc[is_stream & after_read, "kind"] = SyncKind.READ
+    return syncs
+
+
+def _resolve_scope(syncs: pd.DataFrame, trace: Trace, ops: pd.DataFrame) -> pd.DataFrame:
+    """Device, stream and launch cutoff of the work each sync waited for."""
+    syncs = syncs.sort_values("start").reset_index(drop=True)
+    syncs["device_id"] = _thread_device(syncs, ops)
+    syncs["scope_stream_id"] = -1
+    syncs["cutoff_ns"] = syncs["start"].to_numpy(np.int64)
+
+    copies = syncs["op_stream"].notna()
+    syncs.loc[copies, "device_id"] = syncs.loc[copies, "op_device"]
+    syncs.loc[copies, "scope_stream_id"] = syncs.loc[copies, "op_stream"]
+
+    activity = trace.sync_activity.drop_duplicates(["global_pid", "correlation_id"])
+    joined = syncs[["global_pid", "correlation_id"]].merge(activity, on=["global_pid", "correlation_id"], how="left")
+    stream_like = (
+        syncs["kind"].isin([SyncKind.STREAM, SyncKind.READ]).to_numpy() & joined["stream_id"].notna().to_numpy()
+    )
+    stream_like &= joined["stream_id"].to_numpy(dtype=float) != 0xFFFFFFFF
+    syncs.loc[stream_like, "scope_stream_id"] = joined.loc[stream_like, "stream_id"].to_numpy()
+    syncs.loc[stream_like, "device_id"] = joined.loc[stream_like, "device_id"].to_numpy()
+
+    events = _event_records(syncs, joined, trace)
+    found = events["record_start"].notna().to_numpy()
+    syncs.loc[found, "scope_stream_id"] = events.loc[found, "record_stream"].to_numpy()
+    syncs.loc[found, "device_id"] = events.loc[found, "record_device"].to_numpy()
+    syncs.loc[found, "cutoff_ns"] = events.loc[found, "record_start"].to_numpy()
+    return syncs.astype({"device_id": np.int64, "scope_stream_id": np.int64, "cutoff_ns": np.int64})
+
+
+def _thread_device(syncs: pd.DataFrame, ops: pd.DataFrame) -> np.ndarray:
+    """The device of the thread's latest launch before each sync (else its process's first device)."""
+    launched = ops.loc[ops["launch_tid"] >= 0, ["launch_tid", "launch_start", "device_id"]].sort_values("launch_start")
+    left = syncs[["global_tid", "start"]].reset_index().sort_values("start")
+    merged = (
+        pd.merge_asof(
+            left,
+            launched,
+            left_on="start",
+            right_on="launch_start",
+            left_by="global_tid",
+            right_by="launch_tid",
+            direction="backward",
+        )
+        .set_index("index")
+        .sort_index()
+    )
+    device = merged["device_id"]
+    first = ops.groupby("global_pid")["device_id"].first()
+    device = device.fillna(syncs["global_pid"].map(first)).fillna(0)
+    return device.to_numpy(np.int64)
+
+
+def _event_records(syncs: pd.DataFrame, activity: pd.DataFrame, trace: Trace) -> pd.DataFrame:
+    """For event syncs: the latest record of the awaited event before the sync (stream, time)."""
+    out = pd.DataFrame({"record_start": np.nan, "record_stream": np.nan, "record_device": np.nan}, index=syncs.index)
+    is_event = (syncs["kind"] == SyncKind.EVENT).to_numpy() & activity["event_id"].notna().to_numpy()
+    if not is_event.any() or trace.cuda_events.empty:
+        return out
+    records = trace.cuda_events.merge(
+        trace.api[["global_pid", "correlation_id", "start"]].rename(columns={"start": "record_start"}),
+        on=["global_pid", "correlation_id"],
+    )
+    records = records.rename(columns={"stream_id": "record_stream", "device_id": "record_device"})
+    records = records[["global_pid", "event_id", "record_start", "record_stream", "record_device"]]
+    wanted = pd.DataFrame(
+        {
+            "row": np.flatnonzero(is_event),
+            "global_pid": syncs["global_pid"].to_numpy()[is_event],
+            "event_id": activity["event_id"].to_numpy()[is_event].astype(np.int64),
+            "start": syncs["start"].to_numpy()[is_event],
+        }
+    ).sort_values("start")
+    records = records.sort_values("record_start")
+    matched = pd.merge_asof(
+        wanted, records, left_on="start", right_on="record_start", by=["global_pid", "event_id"], direction="backward"
+    )
+    out.iloc[matched["row"].to_numpy()] = matched[["record_start", "record_stream", "record_device"]].to_numpy()
+    return out

@@ -1,0 +1,47 @@
+"""One exception hierarchy; each class carries the exit code the CLI returns for it.
+
+Exit codes (documented in the README, checked by a test):
+
+====  =====================================================================
+0     success (also: a trace with no CUDA activity, reported as such)
+1     unusable input: not SQLite, not an nsys export, truncated, unreadable
+2     usage error: bad option or argument, missing file
+3     ``nsync diff --fail-on-regression``: the candidate regressed
+4     nsys could not be found or failed (``nsync profile``)
+130   interrupted (Ctrl-C)
+====  =====================================================================
+"""
+
+from __future__ import annotations
+
+
+class NsyncError(Exception):
+    """An error the user can act on; ``str(err)`` is the one-line message."""
+
+    exit_code = 1
+
+
+class UsageError(NsyncError):
+    exit_code = 2
+
+
+class TraceError(NsyncError):
+    """The input file cannot be analysed (not SQLite, not nsys, damaged)."""
+
+    exit_code = 1
+
+
+class NsysError(NsyncError):
+    """nsys is missing or failed."""
+
+    exit_code = 4
+
+
+EXIT_CODES: dict[int, str] = {
+    0: "success (a trace with no CUDA activity is a success too)",
+    1: "unusable input: not SQLite, not an nsys export, truncated or unreadable",
+    2: "usage error: bad option or argument, missing file",
+    3: "nsync diff --fail-on-regression: the candidate regressed",
+    4: "nsys could not be found or failed",
+    130: "interrupted",
+}

@@ -1,0 +1,141 @@
+"""Stage 1: read an nsys SQLite export (any schema since 2020) into a :class:`Trace`."""
+
+from __future__ import annotations
+
+import lzma
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from nsync.errors import TraceError, UsageError
+from nsync.load import readers
+from nsync.load.db import ExportDb, open_export
+from nsync.load.model import CallsiteSource, Frame, Stack, Trace
+from nsync.load.pyframes import StackTable
+
+__all__ = ["CallsiteSource", "Frame", "Stack", "Trace", "load_trace"]
+
+Progress = Callable[[str], None]
+
+
+def load_trace(path: str | Path, progress: Progress | None = None) -> Trace:
+    """Load ``path`` (``.sqlite``, or ``.sqlite.xz``) read-only.
+
+    Raises :class:`nsync.errors.TraceError` when the file cannot be analysed.
+    """
+    say = progress or (lambda _msg: None)
+    with sqlite_file(Path(path), say) as sqlite_path:
+        db = open_export(sqlite_path)
+        try:
+            trace = _load(db, say)
+        finally:
+            db.close()
+    return replace(trace, path=Path(path))
+
+
+@contextmanager
+def sqlite_file(path: Path, say: Progress) -> Iterator[Path]:
+    """The SQLite file behind ``path``: itself, or an xz-compressed export unpacked to a temporary file."""
+    if path.suffix != ".xz":
+        yield path
+        return
+    if not path.is_file():
+        raise UsageError(f"{path}: no such file")
+    say("decompressing")
+    with tempfile.TemporaryDirectory(prefix="nsync-") as tmp:
+        target = Path(tmp) / path.stem
+        try:
+            with lzma.open(path) as source, target.open("wb") as sink:
+                shutil.copyfileobj(source, sink, length=1 << 20)
+        except (lzma.LZMAError, EOFError) as err:
+            raise TraceError(f"{path}: not a valid .xz file ({err})") from err
+        yield target
+
+
+def _load(db: ExportDb, say: Progress) -> Trace:
+    meta = db.meta()
+    say("reading strings")
+    strings = db.strings()
+    say("reading CUDA API calls")
+    api, twins = readers.read_api(db, strings)
+    say("reading GPU activity")
+    gpu_ops = readers.read_gpu_ops(db, strings)
+    say("reading NVTX and Python frames")
+    stacks = StackTable()
+    marks, frameless = readers.read_python_marks(db, strings, stacks)
+    api = _attach_backtraces(api, twins, marks)
+    trace = Trace(
+        path=db.path,
+        nsys_version=meta.get("EXPORT_PRODUCT_VERSION"),
+        schema_version=meta.get("EXPORT_SCHEMA_VERSION"),
+        api=api,
+        gpu_ops=gpu_ops,
+        gpu_busy_extra=readers.read_busy_extra(db, strings),
+        sync_activity=readers.read_sync_activity(db),
+        cuda_events=readers.read_cuda_events(db),
+        nvtx_ranges=readers.read_nvtx_ranges(db, strings),
+        py_samples=marks.loc[marks["kind"] == "sampling", ["start", "global_tid", "stack_id"]]
+        .sort_values(["global_tid", "start"])
+        .reset_index(drop=True),
+        callchains=readers.read_callchains(db, strings),
+        stacks=stacks.stacks,
+        threads=readers.read_threads(db, strings),
+        processes=readers.read_processes(db),
+        gpus=readers.read_gpus(db),
+        span_ns=readers.read_span(db),
+        capture=db.capture_meta(),
+    )
+    trace.warnings.extend(_frame_warnings(db, trace, frameless))
+    return trace
+
+
+def _attach_backtraces(api: pd.DataFrame, twins: pd.DataFrame, marks: pd.DataFrame) -> pd.DataFrame:
+    """Fold each call's backtrace twin (native callchain) and Python mark (frames) onto the call.
+
+    A Python backtrace mark has the twin's start and thread; the twin shares the call's
+    (thread, correlationId) (nsys-sqlite.md §2.9).
+    """
+    bt_marks = marks.loc[(marks["kind"] == "backtrace") & (marks["stack_id"] >= 0), ["start", "global_tid", "stack_id"]]
+    twins = twins.merge(bt_marks.drop_duplicates(["global_tid", "start"]), on=["global_tid", "start"], how="left")
+    twins = twins.drop_duplicates(["global_tid", "correlation_id"]).drop(columns=["start"])
+    api = api.merge(twins, on=["global_tid", "correlation_id"], how="left")
+    api["py_stack_id"] = api.pop("stack_id").fillna(-1).astype(np.int64)
+    api["callchain_id"] = api["callchain_id"].fillna(-1).astype(np.int64)
+    return api
+
+
+def _frame_warnings(db: ExportDb, trace: Trace, frameless: int) -> list[str]:
+    """Say why Python lines may be missing or approximate, and how to capture them."""
+    if len(trace.api) == 0 or (trace.api["py_stack_id"] >= 0).any():
+        return []
+    version = trace.nsys_version or "unknown"
+    capture = (
+        "capture with 'nsys profile --python-backtrace=cuda --cudabacktrace=sync,memory' and export "
+        "with 'nsys export --type sqlite --include-blobs=true'"
+    )
+    if frameless:
+        if db.has("NVTX_EVENTS", "binaryData"):
+            return [
+                "Python backtraces were captured but not exported: re-export with "
+                "'nsys export --type sqlite --include-blobs=true' to name Python lines."
+            ]
+        return [
+            f"Python backtraces were captured, but the SQLite export of nsys {version} cannot carry them "
+            "(nsys >= 2025.1 can, with --include-blobs=true)."
+        ]
+    if version.startswith(("2020", "2021", "2022")):
+        return [
+            f"no Python frames: nsys {version} cannot record Python backtraces; call sites come from "
+            f"native stacks where present. For Python lines use nsys >= 2023.4 and {capture}."
+        ]
+    if len(trace.py_samples):
+        return [
+            f"no Python backtraces: call sites come from the nearest Python sampling mark (approximate); {capture}."
+        ]
+    return [f"no Python frames in this trace: {capture}."]

@@ -1,0 +1,140 @@
+"""Open an nsys SQLite export read-only and answer questions about its schema.
+
+Every version quirk of the export's *layout* (renamed metadata tables, columns added over versions,
+tables absent when empty) is answered here, so readers ask "which columns exist" instead of
+branching on version numbers.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from nsync.errors import TraceError, UsageError
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+# Tables every nsys export since 2020 writes, whatever was traced.
+NSYS_MARKER_TABLES = (
+    "StringIds",
+    "ANALYSIS_DETAILS",
+    "TARGET_INFO_SESSION_START_TIME",
+    "EXPORT_META_DATA",
+    "META_DATA_EXPORT",
+    "ThreadNames",
+)
+META_TABLES = ("META_DATA_EXPORT", "EXPORT_META_DATA")  # 2023.4+, then 2022.4 and older
+
+
+@dataclass
+class ExportDb:
+    """A read-only connection plus the export's table and column inventory."""
+
+    path: Path
+    conn: sqlite3.Connection
+    columns: dict[str, list[str]] = field(default_factory=dict)
+
+    def has(self, table: str, column: str | None = None) -> bool:
+        cols = self.columns.get(table)
+        if cols is None:
+            return False
+        return column is None or column in cols
+
+    def query(self, sql: str, params: tuple[object, ...] = ()) -> pd.DataFrame:
+        """Run a query whose SQL is a constant of this package; trace data only travels as params."""
+        try:
+            return pd.read_sql_query(sql, self.conn, params=params)
+        except (sqlite3.DatabaseError, ValueError) as err:
+            raise TraceError(f"{self.path}: cannot read the trace ({_first_line(err)})") from err
+
+    def select(self, table: str, wanted: dict[str, str], where: str = "") -> pd.DataFrame:
+        """Read ``wanted`` (output name -> column) from ``table``; absent columns come back NULL.
+
+        Table and column names are checked against the file's own inventory before they are put into
+        SQL, so nothing from the trace's data is ever interpolated.
+        """
+        if not self.has(table):
+            return pd.DataFrame({name: pd.Series(dtype="float64") for name in wanted})
+        present = self.columns[table]
+        parts = [f'"{col}" AS "{name}"' if col in present else f'NULL AS "{name}"' for name, col in wanted.items()]
+        sql = f'SELECT {", ".join(parts)} FROM "{table}"'
+        return self.query(sql + (f" WHERE {where}" if where else ""))
+
+    def meta(self) -> dict[str, str]:
+        for table in META_TABLES:
+            if self.has(table, "name") and self.has(table, "value"):
+                frame = self.query(f'SELECT name, value FROM "{table}"')
+                return {str(k): str(v) for k, v in zip(frame["name"], frame["value"])}
+        return {}
+
+    def capture_meta(self) -> dict[str, str]:
+        if not (self.has("META_DATA_CAPTURE", "name") and self.has("META_DATA_CAPTURE", "value")):
+            return {}
+        frame = self.query('SELECT name, value FROM "META_DATA_CAPTURE"')
+        return {str(k): str(v) for k, v in zip(frame["name"], frame["value"])}
+
+    def strings(self) -> pd.Series:
+        """StringIds as a Series indexed by id (HTML entities of some nsys versions left as stored)."""
+        frame = self.select("StringIds", {"id": "id", "value": "value"})
+        return pd.Series(frame["value"].to_numpy(dtype=object), index=frame["id"].to_numpy(np.int64))
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip() or type(err).__name__
+    return text.splitlines()[0]
+
+
+def open_export(path: str | Path) -> ExportDb:
+    """Open ``path`` read-only and check that it is an nsys SQLite export.
+
+    Raises TraceError with a one-line reason for a missing, non-SQLite, damaged or non-nsys file.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise UsageError(f"{path}: no such file")
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(100)
+    except OSError as err:
+        raise TraceError(f"{path}: cannot read ({err.strerror})") from err
+    if path.suffix == ".nsys-rep" or path.suffix == ".qdrep":
+        raise TraceError(
+            f"{path}: this is an nsys report, not its SQLite export; run "
+            f"'nsys export --type sqlite --include-blobs=true {path}' first"
+        )
+    if len(head) < 100 or not head.startswith(SQLITE_MAGIC):
+        raise TraceError(f"{path}: not a SQLite file (expected an nsys SQLite export)")
+    uri = path.resolve().as_uri() + "?mode=ro"
+    try:
+        conn = sqlite3.connect(uri, uri=True)
+        rows = conn.execute(
+            "SELECT m.name, p.name FROM sqlite_master AS m JOIN pragma_table_info(m.name) AS p WHERE m.type = 'table'"
+        ).fetchall()
+    except sqlite3.DatabaseError as err:
+        raise TraceError(f"{path}: damaged or truncated SQLite file ({_first_line(err)})") from err
+    columns: dict[str, list[str]] = {}
+    for table, column in rows:
+        columns.setdefault(table, []).append(column)
+    db = ExportDb(path=path, conn=conn, columns=columns)
+    if not any(db.has(t) for t in NSYS_MARKER_TABLES[1:]) or not db.has("StringIds"):
+        db.close()
+        raise TraceError(f"{path}: a SQLite file, but not an nsys export (no StringIds/nsys metadata tables)")
+    _check_readable(db)
+    return db
+
+
+def _check_readable(db: ExportDb) -> None:
+    """Touch the last page of every table we read, so truncation surfaces now, as one clear line."""
+    for table in ("StringIds", "CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_KERNEL", "NVTX_EVENTS"):
+        if db.has(table):
+            try:
+                db.conn.execute(f'SELECT count(*) FROM "{table}"').fetchone()
+            except sqlite3.DatabaseError as err:
+                db.close()
+                raise TraceError(f"{db.path}: damaged or truncated SQLite file ({_first_line(err)})") from err

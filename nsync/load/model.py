@@ -1,0 +1,78 @@
+"""The in-memory trace: columns (pandas/numpy), never one Python object per event.
+
+All times are integer nanoseconds on the session timeline shared by host and GPU rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import NamedTuple
+
+import pandas as pd
+
+
+class Frame(NamedTuple):
+    function: str
+    file: str
+    line: int
+
+
+Stack = tuple[Frame, ...]  # innermost frame first
+
+
+class CallsiteSource:
+    """Where a call's stack came from, best first."""
+
+    PYTHON_BACKTRACE = "python-backtrace"
+    NATIVE_CALLCHAIN = "cuda-callchain"
+    PYTHON_SAMPLING = "python-sampling"
+    NONE = "none"
+
+
+@dataclass(frozen=True)
+class Trace:
+    """One nsys export, normalised across schema versions.
+
+    Tables (columns):
+
+    - ``api``: CUDA runtime and driver calls, eventClass 0/1 only (backtrace twins folded in):
+      start, end, global_tid, global_pid, correlation_id, event_class, api (name without
+      ``_vNNNN``/``_ptsz``), py_stack_id (Python backtrace: index into ``stacks``, or -1),
+      callchain_id (native backtrace in ``callchains``, or -1).
+    - ``gpu_ops``: kernels, memcpys and memsets: start, end, global_pid, device_id, stream_id,
+      correlation_id, op (kernel|memcpy|memset), name, copy_kind, src_kind, dst_kind, bytes, mem_kind.
+    - ``gpu_busy_extra``: intervals nsys itself counts as GPU busy (profiler overhead, graph launches):
+      start, end, global_pid, device_id.
+    - ``sync_activity``: CUPTI SYNCHRONIZATION rows: global_pid, correlation_id, stream_id, event_id,
+      event_sync_id.
+    - ``cuda_events``: cudaEventRecord activity: global_pid, correlation_id, stream_id, event_id,
+      event_sync_id.
+    - ``nvtx_ranges``: start, end, global_tid, name.
+    - ``py_samples``: Python sampling marks: start, global_tid, stack_id.
+    - ``callchains``: native CUDA backtraces, innermost first: callchain_id, depth, function, module.
+    - ``threads``: global_tid, name. ``processes``: global_pid, pid, name. ``gpus``: device_id, name.
+    """
+
+    path: Path
+    nsys_version: str | None
+    schema_version: str | None
+    api: pd.DataFrame
+    gpu_ops: pd.DataFrame
+    gpu_busy_extra: pd.DataFrame
+    sync_activity: pd.DataFrame
+    cuda_events: pd.DataFrame
+    nvtx_ranges: pd.DataFrame
+    py_samples: pd.DataFrame
+    callchains: pd.DataFrame
+    stacks: list[Stack]
+    threads: pd.DataFrame
+    processes: pd.DataFrame
+    gpus: pd.DataFrame
+    span_ns: tuple[int, int] | None
+    warnings: list[str] = field(default_factory=list)
+    capture: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def has_cuda(self) -> bool:
+        return len(self.api) > 0 or len(self.gpu_ops) > 0

@@ -1,0 +1,271 @@
+"""One reader per nsys table family; each returns columns with nsync's names and dtypes."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+from nsync.load.db import ExportDb
+from nsync.load.pyframes import StackTable
+
+RUNTIME = "CUPTI_ACTIVITY_KIND_RUNTIME"
+API_EVENT_CLASSES = (0, 1)  # CUDA runtime, CUDA driver
+BACKTRACE_EVENT_CLASS = 67  # the duplicate row nsys writes for a call with a CUDA backtrace
+NVTX_MARK, NVTX_PUSH_POP, NVTX_START_END, NVTX_DOMAIN_CREATE = 34, 59, 60, 75
+PY_BACKTRACE_DOMAINS = ("Python Backtrace on CUDA",)
+PY_SAMPLING_DOMAINS = ("Python Periodic Sampling",)
+# Intervals nsys's own gap rules count as GPU busy (nsys-sqlite.md §2.15).
+OVERHEAD_NAMES = ("CUDA profiling data flush overhead", "CUDA profiling stop overhead", "CUDA profiling overhead")
+_VERSION_SUFFIX = re.compile(r"_v\d+$")
+_PER_THREAD_SUFFIX = re.compile(r"_pt(sz|ds)$")
+PID_MASK = 0xFFFFFF
+
+
+def global_pid(global_tid: np.ndarray) -> np.ndarray:
+    """The process id serialised like nsys's ``globalPid``: the thread's id with the TID bits cleared."""
+    gt = np.asarray(global_tid, dtype=np.int64)
+    return gt - (gt & PID_MASK)
+
+
+def normalise_api_name(name: str) -> str:
+    """``cudaStreamSynchronize_v3020`` and ``cudaStreamSynchronize_ptsz`` -> ``cudaStreamSynchronize``."""
+    return _PER_THREAD_SUFFIX.sub("", _VERSION_SUFFIX.sub("", name))
+
+
+def names_for(ids: pd.Series | np.ndarray, strings: pd.Series, normalise: bool = False) -> pd.Categorical:
+    """Resolve StringIds ids to a Categorical, touching each distinct id once."""
+    ids = np.asarray(pd.Series(ids).fillna(-1), dtype=np.int64)
+    uniq, inverse = np.unique(ids, return_inverse=True)
+    values = strings.reindex(uniq).to_numpy(dtype=object)
+    resolved = [(f"<string {i}>" if not isinstance(v, str) else v) for i, v in zip(uniq, values)]
+    if normalise:
+        resolved = [normalise_api_name(v) for v in resolved]
+    categories, codes = np.unique(np.asarray(resolved, dtype=object), return_inverse=True)
+    return pd.Categorical.from_codes(codes[inverse] if len(ids) else codes, categories=categories)
+
+
+def _ints(frame: pd.DataFrame, columns: list[str], missing: int = -1) -> pd.DataFrame:
+    for col in columns:
+        frame[col] = pd.to_numeric(frame[col], errors="coerce").fillna(missing).astype(np.int64)
+    return frame
+
+
+def read_api(db: ExportDb, strings: pd.Series) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """CUDA API calls (eventClass 0/1) and their backtrace twins (eventClass 67) separately."""
+    raw = db.select(
+        RUNTIME,
+        {
+            "start": "start",
+            "end": "end",
+            "event_class": "eventClass",
+            "global_tid": "globalTid",
+            "correlation_id": "correlationId",
+            "name_id": "nameId",
+            "callchain_id": "callchainId",
+        },
+    )
+    raw = _ints(raw, ["start", "end", "event_class", "global_tid", "correlation_id", "name_id", "callchain_id"])
+    twins = raw.loc[
+        raw["event_class"] == BACKTRACE_EVENT_CLASS, ["start", "global_tid", "correlation_id", "callchain_id"]
+    ]
+    api = raw.loc[raw["event_class"].isin(API_EVENT_CLASSES)].reset_index(drop=True)
+    api["global_pid"] = global_pid(api["global_tid"].to_numpy())
+    api["api"] = names_for(api["name_id"], strings, normalise=True)
+    return api.drop(columns=["name_id", "callchain_id"]), twins.reset_index(drop=True)
+
+
+def read_gpu_ops(db: ExportDb, strings: pd.Series) -> pd.DataFrame:
+    """Kernels, memcpys, memsets and whole-graph launches as one table of GPU intervals."""
+    common = {
+        "start": "start",
+        "end": "end",
+        "global_pid": "globalPid",
+        "device_id": "deviceId",
+        "stream_id": "streamId",
+        "correlation_id": "correlationId",
+    }
+    parts = []
+    for op, table, extra in (
+        ("kernel", "CUPTI_ACTIVITY_KIND_KERNEL", {"name_id": "shortName"}),
+        (
+            "memcpy",
+            "CUPTI_ACTIVITY_KIND_MEMCPY",
+            {"copy_kind": "copyKind", "src_kind": "srcKind", "dst_kind": "dstKind", "bytes": "bytes"},
+        ),
+        ("memset", "CUPTI_ACTIVITY_KIND_MEMSET", {"bytes": "bytes", "mem_kind": "memKind"}),
+        ("graph", "CUPTI_ACTIVITY_KIND_GRAPH_TRACE", {}),
+    ):
+        if db.has(table):
+            frame = db.select(table, {**common, **extra}, where="start > 0")
+            frame["op"] = op
+            parts.append(frame)
+    columns = [*common, "name_id", "copy_kind", "src_kind", "dst_kind", "bytes", "mem_kind"]
+    ops = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame({c: [] for c in [*columns, "op"]})
+    ops = ops.reindex(columns=[*columns, "op"])
+    ops = _ints(ops, columns)
+    ops["op"] = pd.Categorical(ops["op"], categories=["kernel", "memcpy", "memset", "graph"])
+    ops["name"] = names_for(ops["name_id"], strings)
+    ops.loc[ops["op"] != "kernel", "name"] = np.nan
+    return ops.drop(columns=["name_id"])
+
+
+def read_busy_extra(db: ExportDb, strings: pd.Series) -> pd.DataFrame:
+    frame = _ints(
+        db.select(
+            "PROFILER_OVERHEAD", {"start": "start", "end": "end", "global_tid": "globalTid", "name_id": "nameId"}
+        ),
+        ["start", "end", "global_tid", "name_id"],
+    )
+    names = np.asarray(names_for(frame["name_id"], strings), dtype=object)
+    frame = frame.loc[np.isin(names, OVERHEAD_NAMES)]
+    return pd.DataFrame(
+        {
+            "start": frame["start"].to_numpy(),
+            "end": frame["end"].to_numpy(),
+            "global_pid": global_pid(frame["global_tid"].to_numpy()),
+        }
+    )
+
+
+def read_sync_activity(db: ExportDb) -> pd.DataFrame:
+    frame = db.select(
+        "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
+        {
+            "global_pid": "globalPid",
+            "correlation_id": "correlationId",
+            "device_id": "deviceId",
+            "stream_id": "streamId",
+            "event_id": "eventId",
+            "event_sync_id": "eventSyncId",
+        },
+    )
+    return _ints(frame, list(frame.columns))
+
+
+def read_cuda_events(db: ExportDb) -> pd.DataFrame:
+    frame = db.select(
+        "CUPTI_ACTIVITY_KIND_CUDA_EVENT",
+        {
+            "global_pid": "globalPid",
+            "correlation_id": "correlationId",
+            "device_id": "deviceId",
+            "stream_id": "streamId",
+            "event_id": "eventId",
+            "event_sync_id": "eventSyncId",
+        },
+    )
+    return _ints(frame, list(frame.columns))
+
+
+def read_nvtx_ranges(db: ExportDb, strings: pd.Series) -> pd.DataFrame:
+    frame = db.select(
+        "NVTX_EVENTS",
+        {
+            "start": "start",
+            "end": "end",
+            "global_tid": "globalTid",
+            "text": "text",
+            "text_id": "textId",
+            "event_type": "eventType",
+        },
+        where=f"eventType IN ({NVTX_PUSH_POP}, {NVTX_START_END}) AND end IS NOT NULL",
+    )
+    frame = _ints(frame, ["start", "end", "global_tid", "text_id"])
+    registered = np.asarray(names_for(frame["text_id"], strings), dtype=object)
+    text = frame["text"].to_numpy(dtype=object)
+    name = np.where(pd.isna(text), registered, text)
+    return pd.DataFrame(
+        {
+            "start": frame["start"].to_numpy(),
+            "end": frame["end"].to_numpy(),
+            "global_tid": frame["global_tid"].to_numpy(),
+            "name": name.astype(object),
+        }
+    )
+
+
+def _domains(db: ExportDb) -> pd.DataFrame:
+    """NVTX domain names per process: (global_pid, domain_id) -> name."""
+    frame = db.select(
+        "NVTX_EVENTS",
+        {"global_tid": "globalTid", "domain_id": "domainId", "name": "text"},
+        where=f"eventType = {NVTX_DOMAIN_CREATE}",
+    )
+    frame = _ints(frame, ["global_tid", "domain_id"])
+    frame["global_pid"] = global_pid(frame["global_tid"].to_numpy())
+    return frame[["global_pid", "domain_id", "name"]]
+
+
+def read_python_marks(db: ExportDb, strings: pd.Series, stacks: StackTable) -> tuple[pd.DataFrame, int]:
+    """Python-frame NVTX marks with decoded stack ids, and how many backtrace marks had no frames.
+
+    Returns marks with columns start, global_tid, stack_id, kind ('backtrace' | 'sampling').
+    """
+    empty = pd.DataFrame({"start": [], "global_tid": [], "stack_id": [], "kind": []})
+    if not db.has("NVTX_EVENTS"):
+        return empty, 0
+    domains = _domains(db)
+    kinds = np.select(
+        [domains["name"].isin(PY_BACKTRACE_DOMAINS), domains["name"].isin(PY_SAMPLING_DOMAINS)],
+        ["backtrace", "sampling"],
+        default="",
+    )
+    domains = domains.assign(kind=kinds).loc[kinds != ""]
+    if domains.empty:
+        return empty, 0
+    blob = "CAST(binaryData AS BLOB)" if db.has("NVTX_EVENTS", "binaryData") else "NULL"
+    marks = db.query(
+        f"SELECT start, globalTid AS global_tid, domainId AS domain_id, {blob} AS blob "
+        f"FROM NVTX_EVENTS WHERE eventType = {NVTX_MARK}"
+    )
+    marks = _ints(marks, ["start", "global_tid", "domain_id"])
+    marks["global_pid"] = global_pid(marks["global_tid"].to_numpy())
+    marks = marks.merge(domains, on=["global_pid", "domain_id"], how="inner")
+    marks["stack_id"] = stacks.intern_blobs(marks["blob"], strings)
+    frameless = int(((marks["kind"] == "backtrace") & (marks["stack_id"] < 0)).sum())
+    return marks[["start", "global_tid", "stack_id", "kind"]], frameless
+
+
+def read_callchains(db: ExportDb, strings: pd.Series) -> pd.DataFrame:
+    """Native CUDA backtraces (innermost first): callchain_id, depth, function, module."""
+    frame = _ints(
+        db.select(
+            "CUDA_CALLCHAINS", {"callchain_id": "id", "depth": "stackDepth", "symbol": "symbol", "module": "module"}
+        ),
+        ["callchain_id", "depth", "symbol", "module"],
+    )
+    return pd.DataFrame(
+        {
+            "callchain_id": frame["callchain_id"].to_numpy(),
+            "depth": frame["depth"].to_numpy(),
+            "function": np.asarray(names_for(frame["symbol"], strings), dtype=object),
+            "module": np.asarray(names_for(frame["module"], strings), dtype=object),
+        }
+    )
+
+
+def read_threads(db: ExportDb, strings: pd.Series) -> pd.DataFrame:
+    frame = _ints(db.select("ThreadNames", {"global_tid": "globalTid", "name_id": "nameId"}), ["global_tid", "name_id"])
+    frame["name"] = np.asarray(names_for(frame["name_id"], strings), dtype=object)
+    return frame.drop_duplicates("global_tid", keep="last")[["global_tid", "name"]].reset_index(drop=True)
+
+
+def read_processes(db: ExportDb) -> pd.DataFrame:
+    frame = _ints(
+        db.select("PROCESSES", {"global_pid": "globalPid", "pid": "pid", "name": "name"}), ["global_pid", "pid"]
+    )
+    return frame.drop_duplicates("global_pid").reset_index(drop=True)
+
+
+def read_gpus(db: ExportDb) -> pd.DataFrame:
+    frame = db.select("TARGET_INFO_GPU", {"device_id": "id", "name": "name"})
+    return _ints(frame, ["device_id"]).drop_duplicates("device_id").reset_index(drop=True)
+
+
+def read_span(db: ExportDb) -> tuple[int, int] | None:
+    frame = db.select("ANALYSIS_DETAILS", {"start": "startTime", "stop": "stopTime"})
+    if frame.empty or frame["start"].isna().all() or frame["stop"].isna().all():
+        return None
+    return int(frame["start"].min()), int(frame["stop"].max())

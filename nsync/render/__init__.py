@@ -1,0 +1,1 @@
+"""Stage 5: renderers. Each takes an :class:`nsync.analysis.Analysis` and returns text."""

@@ -1,0 +1,91 @@
+"""The machine-readable result (schema ``nsync.analysis/1``)."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from nsync.analysis import Analysis
+
+NS_PER_MS = 1e6
+
+
+def _ms(value_ns: float | None) -> float | None:
+    if value_ns is None or (isinstance(value_ns, float) and math.isnan(value_ns)):
+        return None
+    return round(float(value_ns) / NS_PER_MS, 6)
+
+
+def _num(value: float) -> float | None:
+    return None if value is None or math.isnan(float(value)) else round(float(value), 4)
+
+
+def analysis_to_dict(analysis: Analysis, top: int | None = None) -> dict[str, Any]:
+    from nsync.analysis import SCHEMA
+
+    totals = analysis.totals
+    steps = analysis.steps
+    durations = analysis.step_stats["duration_ns"] if len(analysis.step_stats) else []
+    gpu_idle = totals["gpu_idle_ns"]
+    sites = analysis.callsites if top is None else analysis.callsites.head(top)
+    return {
+        "schema": SCHEMA,
+        "status": analysis.status,
+        "trace": {
+            "path": analysis.trace_path,
+            "nsys_version": analysis.nsys_version,
+            "export_schema_version": analysis.schema_version,
+            "gpus": analysis.gpus,
+        },
+        "steps": {
+            "count": steps.count,
+            "median_ms": _ms(float(durations.median())) if len(durations) else None,
+            "source": steps.source,
+            "total": len(steps.table),
+            "warmup_skipped": steps.warmup,
+        },
+        "window": {"start_ns": analysis.window_ns[0], "end_ns": analysis.window_ns[1]},
+        "totals": {
+            "span_ms": _ms(totals["span_ns"]),
+            "gpu_idle_ms": _ms(gpu_idle),
+            "gpu_busy_ms": _ms(totals["gpu_busy_ns"]),
+            "exposed_idle_ms": _ms(totals["exposed_idle_ns"]),
+            "host_wait_ms": _ms(totals["host_wait_ns"]),
+            "sync_count": totals["sync_count"],
+            "syncs_outside_window": totals.get("syncs_outside_window", 0),
+        },
+        "callsites": [_callsite(row, gpu_idle) for row in sites.to_dict("records")],
+        "warnings": list(analysis.warnings),
+        "config": asdict(analysis.config),
+    }
+
+
+def _callsite(row: dict[str, Any], gpu_idle_ns: int) -> dict[str, Any]:
+    return {
+        "file": row["file"],
+        "line": int(row["line"]),
+        "function": row["function"],
+        "count": int(row["count"]),
+        "syncs_per_step": _num(row["syncs_per_step"]),
+        "executions_per_step": _num(row["executions_per_step"]),
+        "exposed_idle_ms": _ms(row["exposed_idle_ns"]),
+        "exposed_idle_ms_per_step": _ms(row["exposed_idle_ns_per_step"]),
+        "host_wait_ms": _ms(row["host_wait_ns"]),
+        "host_wait_ms_per_step": _ms(row["host_wait_ns_per_step"]),
+        "lead_before_ms_mean": _ms(row["lead_before_ns_mean"]),
+        "share_of_gpu_idle": _num(row["exposed_idle_ns"] / gpu_idle_ns) if gpu_idle_ns else None,
+        "apis": list(row["apis"]),
+        "kinds": list(row["kinds"]),
+        "copy_directions": list(row["copy_directions"]),
+        "stack": [{"function": f.function, "file": f.file, "line": f.line} for f in row["stack"]],
+        "callsite_source": row["callsite_source"],
+        "short_hint": row["short_hint"],
+        "hint": row["hint"],
+    }
+
+
+def render_json(analysis: Analysis, top: int | None = None) -> str:
+    return json.dumps(analysis_to_dict(analysis, top), indent=2, allow_nan=False) + "\n"

@@ -1,0 +1,102 @@
+"""The terminal summary: headline facts and the call-site ranking as a rich table."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rich.console import Console, Group
+from rich.table import Table
+from rich.text import Text
+
+from nsync.render.json import analysis_to_dict
+
+if TYPE_CHECKING:
+    from nsync.analysis import Analysis
+
+
+def _fmt(value: float | None, digits: int = 3) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def summary(analysis: Analysis, top: int = 10) -> Group:
+    """A renderable: every trace string goes in as Text, so rich markup in names stays inert."""
+    data = analysis_to_dict(analysis, top)
+    trace, steps, totals = data["trace"], data["steps"], data["totals"]
+    head = Text()
+    head.append("nsync ", style="bold")
+    head.append(f"{trace['path']}\n")
+    facts = [f"nsys {trace['nsys_version'] or '?'}", ", ".join(trace["gpus"]) or "no GPU"]
+    if steps["count"]:
+        facts.append(
+            f"{steps['count']} steps ({steps['source']}, {steps['warmup_skipped']} warm-up skipped), "
+            f"median {_fmt(steps['median_ms'])} ms"
+        )
+    else:
+        facts.append("no steps found: figures cover the whole trace")
+    head.append(" | ".join(facts) + "\n")
+    if analysis.status != "ok":
+        return Group(head, *(Text(f"note: {w}", style="yellow") for w in data["warnings"]))
+    span = totals["span_ms"] or 0.0
+    idle_share = f" ({100 * totals['gpu_idle_ms'] / span:.1f}% of {_fmt(span, 1)} ms)" if span else ""
+    head.append(
+        f"GPU idle {_fmt(totals['gpu_idle_ms'], 2)} ms{idle_share}; exposed idle after syncs "
+        f"{_fmt(totals['exposed_idle_ms'], 2)} ms; host wait {_fmt(totals['host_wait_ms'], 2)} ms; "
+        f"{totals['sync_count']} syncs at {len(analysis.callsites)} call sites\n"
+    )
+    parts: list[Text | Table] = [head]
+    if data["callsites"]:
+        parts.append(_table(data["callsites"], per_step=bool(steps["count"])))
+        top_site = data["callsites"][0]
+        if top_site["hint"]:
+            parts.append(Text(f"#1 {top_site['function']}: {top_site['hint']}", style="dim"))
+        if len(analysis.callsites) > top:
+            parts.append(Text(f"... {len(analysis.callsites) - top} more call sites (--top, --json)", style="dim"))
+    parts.extend(Text(f"warning: {warning}", style="yellow") for warning in data["warnings"])
+    return Group(*parts)
+
+
+def _table(callsites: list[dict[str, object]], per_step: bool) -> Table:
+    unit = "/step" if per_step else " total"
+    table = Table(show_lines=False, header_style="bold", expand=False)
+    for name, justify in (
+        ("#", "right"),
+        ("call site", "left"),
+        ("function", "left"),
+        ("count", "right"),
+        ("syncs/step", "right"),
+        (f"exposed idle ms{unit}", "right"),
+        (f"host wait ms{unit}", "right"),
+        ("lead before ms", "right"),
+        ("hint", "left"),
+    ):
+        table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
+    for rank, site in enumerate(callsites, 1):
+        where = f"{str(site['file']).rsplit('/', 1)[-1]}:{site['line']}"
+        exposed = site["exposed_idle_ms_per_step"] if per_step else site["exposed_idle_ms"]
+        wait = site["host_wait_ms_per_step"] if per_step else site["host_wait_ms"]
+        table.add_row(
+            str(rank),
+            Text(where),
+            Text(str(site["function"])),
+            str(site["count"]),
+            _fmt(site["syncs_per_step"], 2),  # type: ignore[arg-type]
+            _fmt(exposed),
+            _fmt(wait),
+            _fmt(site["lead_before_ms_mean"]),  # type: ignore[arg-type]
+            Text(str(site["short_hint"])),
+        )
+    return table
+
+
+def render_terminal(analysis: Analysis, top: int = 10, width: int | None = None) -> str:
+    console = Console(record=True, width=width or 140, file=_Null(), color_system=None)
+    console.print(summary(analysis, top))
+    return console.export_text()
+
+
+class _Null:
+    def write(self, _text: str) -> int:
+        return 0
+
+    def flush(self) -> None:
+        pass

@@ -1,0 +1,115 @@
+"""Find the program's steps: from NVTX ranges when it has them, else from the kernel pattern."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from nsync.config import AnalysisConfig
+from nsync.errors import UsageError
+from nsync.load import Trace
+
+_DIGITS = re.compile(r"\d+")
+_STEP_EXACT = re.compile(r"^(profilerstep#?n|(train[_ ]?)?step[_ #]?n?|iter(ation)?[_ #]?n?|batch[_ #]?n?)$", re.I)
+_STEP_LIKE = re.compile(r"(step|iter|batch)", re.I)
+MIN_STEPS = 2
+REGULAR_CV = 0.3  # coefficient of variation under which a kernel's launches count as periodic
+
+
+@dataclass(frozen=True)
+class Steps:
+    """All steps in time order (start, end, name); the first ``warmup`` are left out of per-step figures."""
+
+    table: pd.DataFrame
+    source: str
+    warmup: int
+
+    @property
+    def analysed(self) -> pd.DataFrame:
+        return self.table.iloc[self.warmup :]
+
+    @property
+    def count(self) -> int:
+        return len(self.analysed)
+
+
+def normalise_range_name(name: str) -> str:
+    """``ProfilerStep#12`` and ``iter3`` -> ``ProfilerStep#N`` and ``iterN``."""
+    return _DIGITS.sub("N", name)
+
+
+def find_steps(trace: Trace, ops: pd.DataFrame, config: AnalysisConfig) -> Steps:
+    table, source = _nvtx_steps(trace.nvtx_ranges, config.step_range)
+    if table is None:
+        table, source = _detected_steps(ops)
+    if config.warmup_steps is not None:
+        warmup = min(max(config.warmup_steps, 0), len(table))
+    else:
+        warmup = 1 if len(table) >= 4 else 0
+    return Steps(table=table.reset_index(drop=True), source=source, warmup=warmup)
+
+
+def _nvtx_steps(ranges: pd.DataFrame, wanted: str | None) -> tuple[pd.DataFrame | None, str]:
+    names = ranges["name"].astype(str)
+    normalised = names.map(normalise_range_name)
+    if wanted is not None:
+        chosen = (names == wanted) | (normalised == normalise_range_name(wanted))
+        if not chosen.any():
+            available = ", ".join(sorted(set(normalised))[:8]) or "none"
+            raise UsageError(f"no NVTX range named {wanted!r} in this trace (ranges: {available})")
+        return _one_thread(ranges.loc[chosen]), f"nvtx:{wanted}"
+    counts = normalised.value_counts()
+    counts = counts[counts >= MIN_STEPS]
+    for pattern in (_STEP_EXACT, _STEP_LIKE):
+        candidates = [name for name in counts.index if pattern.search(name)]
+        if candidates:
+            best = max(candidates, key=lambda n: (counts[n], n))
+            return _one_thread(ranges.loc[normalised == best]), f"nvtx:{best}"
+    return None, "none"
+
+
+def _one_thread(ranges: pd.DataFrame) -> pd.DataFrame:
+    """The ranges of the thread that has most of them, without nested repeats, in time order."""
+    tid = ranges["global_tid"].value_counts().idxmax()
+    own = ranges.loc[ranges["global_tid"] == tid].sort_values("start")
+    ends = own["end"].to_numpy()
+    previous_end = np.concatenate([[np.iinfo(np.int64).min], np.maximum.accumulate(ends)[:-1]])
+    top_level = own["start"].to_numpy() >= previous_end
+    return own.loc[top_level, ["start", "end", "name"]].reset_index(drop=True)
+
+
+def _detected_steps(ops: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """Steps between successive launches of the kernel that recurs most regularly.
+
+    Among kernels whose launch intervals vary little (coefficient of variation below REGULAR_CV), the
+    step kernel is one with the most common count (one launch per step), launched earliest.
+    """
+    empty = pd.DataFrame(
+        {"start": pd.Series(dtype=np.int64), "end": pd.Series(dtype=np.int64), "name": pd.Series(dtype=object)}
+    )
+    kernels = ops.loc[(ops["op"] == "kernel") & (ops["launch_tid"] >= 0), ["name", "launch_start"]]
+    if kernels.empty:
+        return empty, "none"
+    kernels = kernels.sort_values("launch_start")
+    grouped = kernels.groupby("name", observed=True)["launch_start"]
+    gaps = kernels["launch_start"] - grouped.shift(1)
+    stats = pd.DataFrame(
+        {
+            "count": grouped.size(),
+            "first": grouped.min(),
+            "gap_mean": gaps.groupby(kernels["name"], observed=True).mean(),
+            "gap_std": gaps.groupby(kernels["name"], observed=True).std(),
+        }
+    )
+    stats = stats.loc[(stats["count"] >= MIN_STEPS + 1) & (stats["gap_mean"] > 0)]
+    regular = stats.loc[stats["gap_std"].fillna(0) / stats["gap_mean"] < REGULAR_CV]
+    if regular.empty:
+        return empty, "none"
+    usual_count = regular["count"].mode().max()
+    name = regular.loc[regular["count"] == usual_count].sort_values("first").index[0]
+    bounds = kernels.loc[kernels["name"] == name, "launch_start"].to_numpy(np.int64)
+    table = pd.DataFrame({"start": bounds[:-1], "end": bounds[1:], "name": f"step (detected: {name})"})
+    return table, "detected"
