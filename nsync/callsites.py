@@ -191,7 +191,7 @@ def rank_callsites(syncs: pd.DataFrame, stacks: list[Stack], step_count: int) ->
         "hint",
     ]
     if syncs.empty:
-        return pd.DataFrame({c: [] for c in columns})
+        return pd.DataFrame({c: pd.Series(dtype=object) for c in columns})
     keys = ["file", "line", "function"]
     ordered = syncs.sort_values(["global_tid", "start"])
     # An execution of a line: consecutive syncs from it on one thread within one step (print(t) = 8 syncs).

@@ -37,7 +37,7 @@ def reported(command: Callable[..., None]) -> Callable[..., None]:
         try:
             command(*args, **kwargs)
         except NsyncError as error:
-            err.print(f"nsync: error: {error}", markup=False)
+            sys.stderr.write(f"nsync: error: {error}\n")
             raise typer.Exit(error.exit_code) from None
         except Exception as error:  # a bug must not print a traceback at users
             if os.environ.get("NSYNC_DEBUG"):

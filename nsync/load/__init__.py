@@ -91,8 +91,25 @@ def _load(db: ExportDb, say: Progress) -> Trace:
         span_ns=readers.read_span(db),
         capture=db.capture_meta(),
     )
+    trace.warnings.extend(_schema_warnings(trace.schema_version))
     trace.warnings.extend(_frame_warnings(db, trace, frameless))
     return trace
+
+
+NEWEST_KNOWN_SCHEMA = (3, 28)  # nsys 2026.4 (nsys-sqlite.md §1.4)
+
+
+def _schema_warnings(schema_version: str | None) -> list[str]:
+    try:
+        major, minor = (int(part) for part in (schema_version or "").split(".")[:2])
+    except ValueError:
+        return []
+    if (major, minor) > NEWEST_KNOWN_SCHEMA:
+        return [
+            f"export schema {schema_version} is newer than nsync has been checked against "
+            f"({NEWEST_KNOWN_SCHEMA[0]}.{NEWEST_KNOWN_SCHEMA[1]}); results may be incomplete."
+        ]
+    return []
 
 
 def _attach_backtraces(api: pd.DataFrame, twins: pd.DataFrame, marks: pd.DataFrame) -> pd.DataFrame:

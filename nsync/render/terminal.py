@@ -41,7 +41,8 @@ def summary(analysis: Analysis, top: int = 10) -> Group:
     head.append(
         f"GPU idle {_fmt(totals['gpu_idle_ms'], 2)} ms{idle_share}; exposed idle after syncs "
         f"{_fmt(totals['exposed_idle_ms'], 2)} ms; host wait {_fmt(totals['host_wait_ms'], 2)} ms; "
-        f"{totals['sync_count']} syncs at {len(analysis.callsites)} call sites\n"
+        f"{totals['sync_count']} syncs at {len(analysis.callsites)} call site"
+        f"{'' if len(analysis.callsites) == 1 else 's'}\n"
     )
     parts: list[Text | Table] = [head]
     if data["callsites"]:
