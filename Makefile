@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint system-deps clean
+.PHONY: demo test lint bench system-deps clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -16,6 +16,7 @@ system-deps:
 	./scripts/install-system-deps.sh
 
 demo: $(STAMP)
+	mkdir -p demo-out
 	$(BIN)/nsync analyze fixtures/h200/print_deg.sqlite.xz --json demo-out/print_deg.json
 	@echo "healthy twin, for comparison:"
 	$(BIN)/nsync analyze fixtures/h200/print_ok.sqlite.xz --top 3
@@ -30,3 +31,6 @@ test: system-deps $(STAMP) lint
 
 clean:
 	rm -rf $(VENV) demo-out .pytest_cache .ruff_cache
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/bench_fixtures.py

@@ -1,14 +1,33 @@
 """nsync: which line of my Python makes the GPU wait, and how much does it cost?
 
-Library first: ``nsync.analyze(path) -> Analysis``; renderers turn an Analysis into text.
+Library first: ``nsync.analyze(path) -> Analysis``; renderers turn an Analysis into text. Heavy modules
+(pandas) load on first use, so ``nsync --help`` stays fast.
 """
 
-from nsync.analysis import Analysis, analyze
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from nsync.config import AnalysisConfig
 from nsync.errors import EXIT_CODES, NsyncError, NsysError, TraceError, UsageError
-from nsync.load import Trace, load_trace
-from nsync.render.json import analysis_to_dict, render_json
-from nsync.render.terminal import render_terminal, summary
+
+if TYPE_CHECKING:
+    from nsync.analysis import Analysis, analyze
+    from nsync.load import Trace, load_trace
+    from nsync.render.json import analysis_to_dict, render_json
+    from nsync.render.terminal import render_terminal, summary
+
+_LAZY = {
+    "Analysis": "nsync.analysis",
+    "analyze": "nsync.analysis",
+    "Trace": "nsync.load",
+    "load_trace": "nsync.load",
+    "analysis_to_dict": "nsync.render.json",
+    "render_json": "nsync.render.json",
+    "render_terminal": "nsync.render.terminal",
+    "summary": "nsync.render.terminal",
+}
 
 __all__ = [
     "EXIT_CODES",
@@ -27,3 +46,9 @@ __all__ = [
     "summary",
 ]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'nsync' has no attribute {name!r}")

@@ -106,7 +106,8 @@ def assign_stacks(trace: Trace, syncs: pd.DataFrame) -> tuple[pd.DataFrame, list
     stack_id = calls["py_stack_id"].to_numpy(np.int64).copy()
     source = np.where(stack_id >= 0, CallsiteSource.PYTHON_BACKTRACE, CallsiteSource.NONE).astype(object)
 
-    native = _native_stacks(trace, calls["callchain_id"].to_numpy(np.int64), table)
+    chains = np.where(stack_id < 0, calls["callchain_id"].to_numpy(np.int64), -1)  # only where Python is missing
+    native = _native_stacks(trace, chains, table)
     use_native = (stack_id < 0) & (native >= 0)
     stack_id[use_native] = native[use_native]
     source[use_native] = CallsiteSource.NATIVE_CALLCHAIN

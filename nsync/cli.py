@@ -12,7 +12,8 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from nsync import EXIT_CODES, AnalysisConfig, NsyncError, analyze, render_json, summary
+import nsync
+from nsync import EXIT_CODES, AnalysisConfig, NsyncError
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -77,13 +78,14 @@ def analyze_command(
     """Rank the Python call sites whose syncs cost GPU time in an nsys trace."""
     config = AnalysisConfig(step_range=step_range, warmup_steps=warmup_steps)
     with err.status("loading trace", spinner="dots") as status:
-        result = analyze(trace, config, progress=lambda msg: status.update(msg))
+        result = nsync.analyze(trace, config, progress=lambda msg: status.update(msg))
     if json_path == "-":
-        sys.stdout.write(render_json(result, top=None))
+        sys.stdout.write(nsync.render_json(result, top=None))
         return
     if json_path:
-        write_text(Path(json_path), render_json(result, top=None))
-    Console(highlight=False).print(summary(result, top))
+        write_text(Path(json_path), nsync.render_json(result, top=None))
+    piped = not sys.stdout.isatty() and "COLUMNS" not in os.environ
+    Console(highlight=False, width=120 if piped else None).print(nsync.summary(result, top))
     if json_path:
         err.print(f"wrote {json_path}", markup=False)
 
