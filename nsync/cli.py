@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 
 import nsync
-from nsync import EXIT_CODES, AnalysisConfig, NsyncError
+from nsync import EXIT_CODES, AnalysisConfig, NsyncError, UsageError
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -22,7 +22,7 @@ app = typer.Typer(
     help="Find the Python lines whose CUDA syncs make the GPU wait, from Nsight Systems traces.\n\n"
     "Exit codes: " + "; ".join(f"{code} {text}" for code, text in EXIT_CODES.items()),
 )
-err = Console(stderr=True, highlight=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 @app.callback()
@@ -37,6 +37,8 @@ def reported(command: Callable[..., None]) -> Callable[..., None]:
     def wrapper(*args: object, **kwargs: object) -> None:
         try:
             command(*args, **kwargs)
+        except typer.Exit:
+            raise
         except NsyncError as error:
             sys.stderr.write(f"nsync: error: {error}\n")
             raise typer.Exit(error.exit_code) from None
@@ -79,6 +81,85 @@ def analyze_command(
     config = AnalysisConfig(step_range=step_range, warmup_steps=warmup_steps)
     with err.status("loading trace", spinner="dots") as status:
         result = nsync.analyze(trace, config, progress=lambda msg: status.update(msg))
+    _emit(result, json_path, top)
+
+
+@app.command(
+    "profile",
+    context_settings={"allow_interspersed_args": False, "ignore_unknown_options": True},
+    epilog="Examples:\n\n  nsync profile train.py --epochs 1\n\n  nsync profile -m mypkg.train --lr 3e-4\n\n"
+    "  nsync profile --duration 60 -o runs --name baseline -- torchrun --nproc-per-node 1 train.py\n\n"
+    "  nsync profile --capture-range nvtx --nvtx-range step train.py",
+)
+@reported
+def profile_command(
+    target: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="SCRIPT [ARGS]..., or -- COMMAND [ARGS]...", show_default=False, metavar="SCRIPT [ARGS]..."
+        ),
+    ] = None,
+    module: Annotated[str | None, typer.Option("-m", "--module", help="Run a module (python -m MODULE).")] = None,
+    out_dir: Annotated[Path, typer.Option("-o", "--out-dir", help="Folder for the report, SQLite and JSON.")] = Path(
+        "nsync-out"
+    ),
+    name: Annotated[str | None, typer.Option(help="Base name of the outputs (default: the script's name).")] = None,
+    json_path: Annotated[
+        str | None, typer.Option("--json", help="Also write the JSON result here ('-': stdout).", metavar="PATH")
+    ] = None,
+    top: Annotated[int, typer.Option(min=1, help="Call sites to show in the table.")] = 10,
+    step_range: Annotated[str | None, typer.Option(help="NVTX range that marks one step.", metavar="NAME")] = None,
+    warmup_steps: Annotated[int | None, typer.Option(min=0, help="Leading steps to skip.")] = None,
+    duration: Annotated[float | None, typer.Option(min=1, help="Stop capturing after this many seconds.")] = None,
+    capture_range: Annotated[
+        str | None, typer.Option(help="Capture only inside 'cudaProfilerApi' or 'nvtx' ranges.", metavar="KIND")
+    ] = None,
+    nvtx_range: Annotated[
+        str | None, typer.Option(help="With --capture-range nvtx: the range, e.g. step.", metavar="NAME")
+    ] = None,
+    python_sampling: Annotated[bool, typer.Option(help="Also sample Python stacks (nsys >= 2023.4).")] = False,
+    nsys_arg: Annotated[
+        list[str] | None, typer.Option(help="Extra flag for 'nsys profile' (repeatable).", metavar="FLAG")
+    ] = None,
+    keep_report: Annotated[bool, typer.Option(help="Keep the .nsys-rep next to the SQLite.")] = True,
+    nsys_path: Annotated[
+        str | None,
+        typer.Option("--nsys", help="nsys executable (default: $NSYS, PATH, usual install folders).", metavar="PATH"),
+    ] = None,
+    python: Annotated[
+        str | None, typer.Option(help="Python interpreter for SCRIPT/-m (default: python3 on PATH).", metavar="PATH")
+    ] = None,
+) -> None:
+    """Run a program under nsys with Python backtraces, export the trace, and rank its sync call sites."""
+    from nsync.nsys import CaptureOptions
+    from nsync.profile import build_command, output_name, profile
+
+    if capture_range not in (None, "cudaProfilerApi", "nvtx"):
+        raise UsageError(f"--capture-range must be cudaProfilerApi or nvtx, not {capture_range!r}")
+    command = build_command(target or [], module, python)
+    options = CaptureOptions(
+        out_dir=out_dir,
+        name=name or output_name(target or [], module),
+        duration_s=duration,
+        capture_range=capture_range,
+        nvtx_range=nvtx_range,
+        python_sampling=python_sampling,
+        nsys_args=tuple(nsys_arg or ()),
+        keep_report=keep_report,
+    )
+    config = AnalysisConfig(step_range=step_range, warmup_steps=warmup_steps)
+    result = profile(command, options, config, nsys_path, say=lambda msg: err.print(f"nsync: {msg}", markup=False))
+    _emit(result.analysis, json_path, top)
+    err.print(f"nsync: wrote {result.sqlite}" + (f" and {result.report}" if result.report else ""), markup=False)
+    if result.interrupted:
+        raise typer.Exit(130)
+    if result.exit_code:
+        err.print(f"nsync: the program exited with code {result.exit_code}", markup=False)
+        raise typer.Exit(result.exit_code)
+
+
+def _emit(result: nsync.Analysis, json_path: str | None, top: int) -> None:
+    """The outputs both commands write: JSON (file or stdout) and the terminal summary."""
     if json_path == "-":
         sys.stdout.write(nsync.render_json(result, top=None))
         return

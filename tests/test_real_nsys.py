@@ -22,7 +22,9 @@ def cpu_only_export(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert NSYS, "nsys must be installed in CI: run make system-deps"
     folder = tmp_path_factory.mktemp("nsys")
     script = folder / "cpu_only.py"
-    script.write_text("total = sum(i * i for i in range(200_000))\nprint('done', total)\n")
+    script.write_text(
+        "import time\ntotal = sum(i * i for i in range(200_000))\ntime.sleep(0.5)\nprint('done', total)\n"
+    )
     subprocess.run(
         [
             NSYS,

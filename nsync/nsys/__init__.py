@@ -1,0 +1,6 @@
+"""Stage 0: locate and drive a real nsys (profile, import, export)."""
+
+from nsync.nsys.capture import CaptureOptions, CaptureResult, export_sqlite, profile_flags, run_capture
+from nsync.nsys.locate import Nsys, find_nsys
+
+__all__ = ["CaptureOptions", "CaptureResult", "Nsys", "export_sqlite", "find_nsys", "profile_flags", "run_capture"]

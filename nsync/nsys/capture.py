@@ -1,0 +1,158 @@
+"""Run a program under nsys with the flags nsync needs, import the capture, export it to SQLite.
+
+Every subprocess gets an argument list; nothing is ever passed through a shell.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from nsync.errors import NsysError
+from nsync.nsys.locate import Nsys
+
+Say = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class CaptureOptions:
+    """What to capture and where. ``capture_range``: None, 'cudaProfilerApi' or 'nvtx' (with ``nvtx_range``)."""
+
+    out_dir: Path
+    name: str
+    duration_s: float | None = None
+    capture_range: str | None = None
+    nvtx_range: str | None = None
+    python_sampling: bool = False
+    nsys_args: tuple[str, ...] = ()
+    keep_report: bool = True
+
+    @property
+    def base(self) -> Path:
+        return self.out_dir / self.name
+
+
+@dataclass
+class CaptureResult:
+    report: Path | None
+    exit_code: int
+    interrupted: bool
+    notes: list[str] = field(default_factory=list)
+
+
+def profile_flags(nsys: Nsys, options: CaptureOptions) -> tuple[list[str], list[str]]:
+    """The ``nsys profile`` flags for this nsys version, and notes on what it cannot record."""
+    flags = [
+        "-t",
+        "cuda,nvtx,osrt",
+        "--sample=process-tree",
+        "--cpuctxsw=none",
+        "-o",
+        str(options.base),
+        "--force-overwrite=true",
+    ]
+    notes = []
+    if "backtrace" in nsys.profile_flags:
+        flags.append("--backtrace=fp")  # LBR is unavailable in most VMs; fp is cheap and enough here
+    if "cudabacktrace" in nsys.profile_flags:
+        flags.append("--cudabacktrace=sync,memory")  # backtraces on launches too would slow the host
+    else:
+        notes.append(f"nsys {nsys.version_str} cannot record CUDA backtraces: call sites will be unknown")
+    if "python-backtrace" in nsys.profile_flags:
+        flags.append("--python-backtrace=cuda")
+    else:
+        notes.append(
+            f"nsys {nsys.version_str} cannot record Python backtraces (needs nsys >= 2023.4, and >= 2025.1 "
+            "to export them): call sites will come from native stacks"
+        )
+    if options.python_sampling:
+        if "python-sampling" in nsys.profile_flags:
+            flags.append("--python-sampling=true")
+        else:
+            notes.append(f"nsys {nsys.version_str} has no --python-sampling: ignored")
+    if options.duration_s is not None:
+        flags.append(f"--duration={max(1, round(options.duration_s))}")
+    if options.capture_range:
+        flags += [f"--capture-range={options.capture_range}", "--capture-range-end=stop"]
+        if options.capture_range == "nvtx" and options.nvtx_range:
+            # match plain (unregistered) range names, which is what torch.cuda.nvtx.range_push makes
+            flags += [f"--nvtx-capture={options.nvtx_range}", "--env-var=NSYS_NVTX_PROFILER_REGISTER_ONLY=0"]
+    return [*flags, *options.nsys_args], notes
+
+
+def run_capture(nsys: Nsys, command: Sequence[str], options: CaptureOptions, say: Say) -> CaptureResult:
+    """Run ``command`` under ``nsys profile`` with live output; Ctrl-C stops the program, not the capture."""
+    flags, notes = profile_flags(nsys, options)
+    for note in notes:
+        say(f"note: {note}")
+    argv = [str(nsys.path), "profile", *flags, *command]
+    try:
+        proc = subprocess.Popen(argv)
+    except OSError as err:
+        raise NsysError(f"cannot start {nsys.path}: {err.strerror}") from err
+    interrupted = False
+    while True:
+        try:
+            code = proc.wait()
+            break
+        except KeyboardInterrupt:
+            if interrupted:  # a second Ctrl-C: stop waiting for nsys to finish its report
+                proc.kill()
+                proc.wait()
+                raise
+            interrupted = True
+            say("interrupted: waiting for nsys to write what it captured (Ctrl-C again to abort)")
+    report = _report(nsys, options, say)
+    if code < 0 and report is None:
+        raise NsysError(f"nsys was killed by signal {_signal_name(-code)} before writing a report")
+    if report is None:
+        raise NsysError(f"nsys exited with code {code} and wrote no report ({options.base}.nsys-rep)")
+    return CaptureResult(report=report, exit_code=code, interrupted=interrupted, notes=notes)
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return str(number)
+
+
+def _report(nsys: Nsys, options: CaptureOptions, say: Say) -> Path | None:
+    """The .nsys-rep, importing a .qdstrm that nsys left behind when its own import failed."""
+    rep = options.base.with_suffix(".nsys-rep")
+    qdstrm = options.base.with_suffix(".qdstrm")
+    if rep.is_file():
+        return rep
+    if not qdstrm.is_file():
+        return None
+    importer = nsys.importer()
+    if importer is None:
+        raise NsysError(
+            f"nsys left {qdstrm} unimported and no QdstrmImporter was found beside {nsys.path}: "
+            f"run 'QdstrmImporter -i {qdstrm}' from your Nsight Systems install, then "
+            f"'nsync analyze' the exported SQLite"
+        )
+    say(f"importing {qdstrm.name} with {importer}")
+    done = subprocess.run([str(importer), "-i", str(qdstrm)], capture_output=True, text=True, check=False)
+    if not rep.is_file():
+        detail = (done.stderr or done.stdout).strip().splitlines()[-1:] or [f"exit code {done.returncode}"]
+        raise NsysError(f"QdstrmImporter could not import {qdstrm}: {detail[0]}")
+    qdstrm.unlink()
+    return rep
+
+
+def export_sqlite(nsys: Nsys, report: Path, say: Say) -> Path:
+    """``nsys export`` to SQLite, with the Python frames (``--include-blobs``) where this nsys can."""
+    target = report.with_suffix(".sqlite")
+    argv = [str(nsys.path), "export", "--type", "sqlite", "--force-overwrite=true", "-o", str(target)]
+    if "include-blobs" in nsys.export_flags:
+        argv.append("--include-blobs=true")
+    argv.append(str(report))
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    if done.returncode != 0 or not target.is_file():
+        detail = (done.stderr or done.stdout).strip().splitlines()[-1:] or [f"exit code {done.returncode}"]
+        raise NsysError(f"nsys export failed for {report}: {detail[0]}")
+    return target

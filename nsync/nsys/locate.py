@@ -1,0 +1,110 @@
+"""Find an nsys executable, read its version, and learn which flags it supports from its own help."""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from nsync.errors import NsysError
+
+INSTALL_GLOBS = (
+    "/opt/nvidia/nsight-systems/*/bin/nsys",
+    "/opt/nvidia/nsight-systems/*/target-linux-*/nsys",
+    "/opt/nvidia/nsight-systems-cli/*/bin/nsys",
+    "/opt/nvidia/nsight-systems-cli/*/target-linux-*/nsys",
+    "/usr/local/cuda*/bin/nsys",
+    "/usr/local/cuda*/nsight-systems-*/bin/nsys",
+    "/opt/nvidia/nsight-compute/*/host/target-linux-*/nsys",
+    "/usr/lib/nsight-systems/bin/nsys",
+)
+INSTALL_HINT = (
+    "install Nsight Systems (https://developer.nvidia.com/nsight-systems; on Debian: enable "
+    "non-free and 'apt-get install nsight-systems'), or pass --nsys PATH / set NSYS"
+)
+_VERSION = re.compile(r"(\d{4})\.(\d+)(?:\.(\d+))?(?:\.(\d+))?")
+_LONG_FLAG = re.compile(r"--([a-z][a-z0-9-]*)")
+
+
+@dataclass(frozen=True)
+class Nsys:
+    """One nsys installation and what it can do."""
+
+    path: Path
+    version: tuple[int, ...]
+    version_text: str
+    profile_flags: frozenset[str]
+    export_flags: frozenset[str]
+
+    @property
+    def version_str(self) -> str:
+        return ".".join(map(str, self.version))
+
+    def importer(self) -> Path | None:
+        """The QdstrmImporter shipped beside this nsys (used when nsys fails to import its own capture)."""
+        real = self.path.resolve()
+        for base in (real.parent, real.parent.parent, real.parent.parent.parent, self.path.parent.parent / "lib"):
+            for pattern in ("QdstrmImporter", "host*/QdstrmImporter", "nsight-systems/host*/QdstrmImporter"):
+                found = sorted(glob.glob(str(base / pattern)))
+                if found:
+                    return Path(found[-1])
+        return None
+
+
+def candidates(explicit: str | None) -> list[tuple[str, str]]:
+    """(where, path) pairs in the order they are tried."""
+    found: list[tuple[str, str]] = []
+    if explicit:
+        return [("--nsys", explicit)]
+    if os.environ.get("NSYS"):
+        found.append(("$NSYS", os.environ["NSYS"]))
+    on_path = shutil.which("nsys")
+    if on_path:
+        found.append(("PATH", on_path))
+    for pattern in INSTALL_GLOBS:
+        # newest install first: version folders sort lexically well enough within one pattern
+        found.extend(("install folder", p) for p in sorted(glob.glob(pattern), reverse=True))
+    return found
+
+
+def find_nsys(explicit: str | None = None) -> Nsys:
+    """The first working nsys among --nsys, $NSYS, PATH and the usual install folders."""
+    tried = candidates(explicit)
+    for _where, path in tried:
+        if Path(path).is_file() and os.access(path, os.X_OK):
+            return describe(Path(path))
+    if explicit:
+        raise NsysError(f"nsys not found at {explicit} (--nsys): {INSTALL_HINT}")
+    searched = ["$NSYS", "PATH", *INSTALL_GLOBS]
+    raise NsysError(f"nsys not found (searched {', '.join(searched)}): {INSTALL_HINT}")
+
+
+def describe(path: Path) -> Nsys:
+    version_text = _run([str(path), "--version"])
+    match = _VERSION.search(version_text)
+    if not match:
+        raise NsysError(f"{path} does not look like nsys ('--version' printed {version_text.strip()[:80]!r})")
+    version = tuple(int(part) for part in match.groups() if part is not None)
+    return Nsys(
+        path=path,
+        version=version,
+        version_text=version_text.strip(),
+        profile_flags=_flags(_run([str(path), "profile", "--help"])),
+        export_flags=_flags(_run([str(path), "export", "--help"])),
+    )
+
+
+def _flags(help_text: str) -> frozenset[str]:
+    return frozenset(_LONG_FLAG.findall(help_text))
+
+
+def _run(argv: list[str]) -> str:
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise NsysError(f"cannot run {argv[0]}: {err}") from err
+    return done.stdout + done.stderr

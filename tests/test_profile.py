@@ -1,0 +1,198 @@
+"""`nsync profile` drives a real nsys (Debian's 2022.4 runs CPU-only programs without a GPU)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from nsync import NsysError
+from nsync.nsys import CaptureOptions, find_nsys, locate, profile_flags
+from tests.test_real_nsys import NSYS, needs_nsys
+
+NSYNC = str(Path(sys.executable).parent / "nsync")
+# Every program here runs at least 0.5 s: Debian's nsys 2022.4 with CPU sampling hangs now and then (about
+# one run in twelve here) on programs that exit almost at once.
+ECHO = """import json, sys, time, pathlib
+pathlib.Path(sys.argv[1]).write_text(json.dumps(sys.argv[2:]))
+time.sleep(max(0.5, float(sys.argv[2]) if len(sys.argv) > 2 and sys.argv[2].replace('.', '').isdigit() else 0))
+sys.exit(int(sys.argv[3]) if len(sys.argv) > 3 and sys.argv[3].isdigit() else 0)
+"""
+SLEEP = "import time; time.sleep(0.5)\n"
+
+
+def nsync_profile(tmp_path: Path, *args: str, **popen: object) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [NSYNC, "profile", "--python", sys.executable, *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        **popen,
+    )  # type: ignore[call-overload]
+
+
+@pytest.fixture
+def echo(tmp_path: Path) -> Path:
+    script = tmp_path / "echo args.py"
+    script.write_text(ECHO)
+    return script
+
+
+@needs_nsys
+def test_profile_writes_report_sqlite_and_analysis_and_propagates_the_exit_code(tmp_path, echo):
+    argv_file = tmp_path / "argv.json"
+    tricky = ["0.1", "3", "two words", 'it\'s "quoted"', "$HOME; rm -rf /", "--lr=3"]
+    result = nsync_profile(tmp_path, "-o", "out", "--json", "out/result.json", str(echo), str(argv_file), *tricky)
+    assert result.returncode == 3, result.stderr  # the script's own exit code
+    assert json.loads(argv_file.read_text()) == tricky  # arguments arrive intact, no shell in between
+    assert (tmp_path / "out/echo args.nsys-rep").is_file()
+    assert (tmp_path / "out/echo args.sqlite").is_file()
+    data = json.loads((tmp_path / "out/result.json").read_text())
+    assert data["status"] == "no-cuda" and data["trace"]["nsys_version"].startswith("2022.4")
+    assert "cannot record Python backtraces" in result.stderr  # the 2022.4 fallback is said out loud
+    assert "the program exited with code 3" in result.stderr
+
+
+@needs_nsys
+def test_module_and_plain_command_forms(tmp_path):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg/__init__.py").touch()
+    (tmp_path / "pkg/job.py").write_text(
+        SLEEP + "import sys, pathlib\npathlib.Path('m.txt').write_text(' '.join(sys.argv[1:]))\n"
+    )
+    result = nsync_profile(tmp_path, "--no-keep-report", "-m", "pkg.job", "--epochs", "1")
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "m.txt").read_text() == "--epochs 1"
+    assert sorted(p.name for p in (tmp_path / "nsync-out").iterdir()) == ["job.sqlite"]
+    (tmp_path / "c.py").write_text(SLEEP + "open('c.txt', 'w').write('ran')\n")
+    result = nsync_profile(tmp_path, "--name", "cmd", "--", sys.executable, "c.py")
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "c.txt").read_text() == "ran" and (tmp_path / "nsync-out/cmd.sqlite").is_file()
+
+
+def test_script_not_found(tmp_path):
+    result = nsync_profile(tmp_path, "missing.py")
+    assert result.returncode == 2
+    assert result.stderr.strip() == "nsync: error: script not found: missing.py"
+
+
+def test_output_folder_not_writable(tmp_path, echo):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    result = nsync_profile(tmp_path, "-o", str(blocker / "out"), str(echo), "a")
+    assert result.returncode == 2
+    assert result.stderr.strip().startswith(f"nsync: error: cannot create output folder {blocker / 'out'}")
+
+
+def test_nsys_given_but_missing(tmp_path, echo):
+    result = nsync_profile(tmp_path, "--nsys", str(tmp_path / "no-nsys"), str(echo), "a")
+    assert result.returncode == 4
+    assert "nsys not found at" in result.stderr and "apt-get install nsight-systems" in result.stderr
+
+
+def test_nsys_not_found_names_the_places_searched(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("NSYS", raising=False)
+    monkeypatch.setattr(locate, "INSTALL_GLOBS", (str(tmp_path / "opt/nsight-systems/*/bin/nsys"),))
+    with pytest.raises(NsysError) as caught:
+        find_nsys()
+    message = str(caught.value)
+    assert "$NSYS, PATH" in message and str(tmp_path / "opt/nsight-systems/*/bin/nsys") in message
+    assert caught.value.exit_code == 4
+
+
+@needs_nsys
+def test_flags_follow_what_this_nsys_supports(tmp_path):
+    nsys = find_nsys(NSYS)
+    flags, notes = profile_flags(
+        nsys, CaptureOptions(out_dir=tmp_path, name="r", python_sampling=True, capture_range="nvtx", nvtx_range="step")
+    )
+    assert "--cudabacktrace=sync,memory" in flags and "--sample=process-tree" in flags
+    assert "--python-backtrace=cuda" not in flags  # 2022.4 has no such flag
+    assert "--nvtx-capture=step" in flags
+    assert any("cannot record Python backtraces" in n for n in notes)
+    assert any("--python-sampling" in n for n in notes)
+    assert nsys.importer() is not None and nsys.importer().name == "QdstrmImporter"
+
+
+def _wait_for(path: Path, seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.1)
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def _kill_orphaned_agents(nsys_pids: list[int]) -> None:
+    """A killed nsys leaves its agent daemon running (and spinning); later captures would suffer."""
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes().decode(errors="replace")
+            except OSError:
+                continue
+            if "--start-agent" in cmdline and any(
+                f"-{pid}\x00" in cmdline or cmdline.endswith(f"-{pid}") for pid in nsys_pids
+            ):
+                os.kill(int(entry.name), signal.SIGKILL)
+
+
+@needs_nsys
+def test_nsys_killed_mid_run_is_a_clear_error(tmp_path, echo):
+    marker = tmp_path / "started.json"
+    proc = subprocess.Popen(
+        [NSYNC, "profile", "--python", sys.executable, str(echo), str(marker), "3"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    _wait_for(marker)
+    nsys_pids = _children(proc.pid)  # nsync's direct child is nsys
+    for pid in nsys_pids:
+        os.kill(pid, signal.SIGKILL)
+    _out, err = proc.communicate(timeout=120)
+    _kill_orphaned_agents(nsys_pids)
+    assert proc.returncode == 4, err
+    assert "nsys was killed by signal SIGKILL" in err
+    assert "Traceback" not in err
+
+
+@needs_nsys
+def test_ctrl_c_stops_the_program_and_still_analyses_the_capture(tmp_path, echo):
+    marker = tmp_path / "started.json"
+    proc = subprocess.Popen(
+        [NSYNC, "profile", "--python", sys.executable, "--json", "r.json", str(echo), str(marker), "30"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    _wait_for(marker)
+    time.sleep(1)
+    os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does to the foreground group
+    _out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert (tmp_path / "nsync-out/echo args.sqlite").is_file()
+    assert json.loads((tmp_path / "r.json").read_text())["schema"] == "nsync.analysis/1"
