@@ -208,9 +208,9 @@ def rank_callsites(syncs: pd.DataFrame, stacks: list[Stack], step_count: int) ->
         stack_id=("stack_id", lambda s: s.mode().iloc[0]),
         callsite_source=("callsite_source", lambda s: s.mode().iloc[0]),
     ).reset_index()
-    table["apis"] = grouped["api"].agg(lambda s: sorted(set(map(str, s)))).to_numpy()
-    table["kinds"] = grouped["kind"].agg(lambda s: sorted(set(s))).to_numpy()
-    table["copy_directions"] = grouped["copy_direction"].agg(lambda s: sorted(set(s) - {""})).to_numpy()
+    table["apis"] = _distinct(grouped["api"])
+    table["kinds"] = _distinct(grouped["kind"])
+    table["copy_directions"] = [[d for d in ds if d] for ds in _distinct(grouped["copy_direction"])]
     per_step = step_count if step_count > 0 else np.nan
     table["syncs_per_step"] = table["count"] / per_step
     table["executions_per_step"] = table["executions"] / per_step
@@ -221,3 +221,8 @@ def rank_callsites(syncs: pd.DataFrame, stacks: list[Stack], step_count: int) ->
     table["short_hint"] = [short for short, _ in hints]
     table["hint"] = [full for _, full in hints]
     return table.sort_values(["exposed_idle_ns", "count"], ascending=False)[columns].reset_index(drop=True)
+
+
+def _distinct(column: pd.core.groupby.SeriesGroupBy) -> list[list[str]]:
+    """Sorted distinct values per group (a list per group: pandas' agg cannot return lists everywhere)."""
+    return [sorted({str(v) for v in values}) for values in column.unique()]

@@ -48,7 +48,7 @@ class Nsys:
         """The QdstrmImporter shipped beside this nsys (used when nsys fails to import its own capture)."""
         real = self.path.resolve()
         for base in (real.parent, real.parent.parent, real.parent.parent.parent, self.path.parent.parent / "lib"):
-            for pattern in ("QdstrmImporter", "host*/QdstrmImporter", "nsight-systems/host*/QdstrmImporter"):
+            for pattern in ("QdstrmImporter", "*/QdstrmImporter", "nsight-systems/*/QdstrmImporter"):
                 found = sorted(glob.glob(str(base / pattern)))
                 if found:
                     return Path(found[-1])
