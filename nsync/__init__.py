@@ -15,7 +15,9 @@ from nsync.errors import EXIT_CODES, NsyncError, NsysError, TraceError, UsageErr
 if TYPE_CHECKING:
     from nsync.analysis import Analysis, analyze
     from nsync.load import Trace, load_trace
+    from nsync.render.html import render_html
     from nsync.render.json import analysis_to_dict, render_json
+    from nsync.render.markdown import render_markdown
     from nsync.render.terminal import render_terminal, summary
 
 _LAZY = {
@@ -25,6 +27,8 @@ _LAZY = {
     "load_trace": "nsync.load",
     "analysis_to_dict": "nsync.render.json",
     "render_json": "nsync.render.json",
+    "render_markdown": "nsync.render.markdown",
+    "render_html": "nsync.render.html",
     "render_terminal": "nsync.render.terminal",
     "summary": "nsync.render.terminal",
 }
@@ -41,7 +45,9 @@ __all__ = [
     "analysis_to_dict",
     "analyze",
     "load_trace",
+    "render_html",
     "render_json",
+    "render_markdown",
     "render_terminal",
     "summary",
 ]

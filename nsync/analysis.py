@@ -13,6 +13,7 @@ from nsync.attribute import attribute_syncs, device_busy
 from nsync.callsites import assign_stacks, label_callsites, rank_callsites
 from nsync.config import AnalysisConfig
 from nsync.detect import detect_syncs
+from nsync.excerpt import TimelineExcerpt, timeline_excerpt
 from nsync.load import Stack, Trace, load_trace
 from nsync.steps import Steps, find_steps
 from nsync.timeline import BusyUnion, ops_with_launch
@@ -40,6 +41,8 @@ class Analysis:
     totals: dict[str, int]
     warnings: list[str] = field(default_factory=list)
     status: str = "ok"  # ok | no-cuda | no-gpu-work
+    timeline: TimelineExcerpt | None = None
+    thread_names: dict[int, str] = field(default_factory=dict)
 
 
 def analyze(
@@ -80,6 +83,8 @@ def analyze(
         stacks=stacks,
         totals=totals,
         warnings=list(trace.warnings),
+        timeline=timeline_excerpt(trace, ops, syncs, steps, window, config),
+        thread_names=dict(zip(trace.threads["global_tid"].tolist(), trace.threads["name"].astype(str).tolist())),
     )
 
 

@@ -76,12 +76,24 @@ def analyze_command(
     warmup_steps: Annotated[
         int | None, typer.Option(min=0, help="Leading steps to skip (default: 1 if >= 4 steps).")
     ] = None,
+    html_path: Annotated[
+        Path | None, typer.Option("--html", help="Write the HTML report here.", metavar="PATH")
+    ] = None,
+    markdown_path: Annotated[
+        Path | None, typer.Option("--markdown", help="Write a Markdown summary here.", metavar="PATH")
+    ] = None,
+    source_dir: Annotated[
+        list[Path] | None,
+        typer.Option(
+            help="Where to look for the traced Python files, to quote their lines (repeatable).", metavar="DIR"
+        ),
+    ] = None,
 ) -> None:
     """Rank the Python call sites whose syncs cost GPU time in an nsys trace."""
     config = AnalysisConfig(step_range=step_range, warmup_steps=warmup_steps)
     with err.status("loading trace", spinner="dots") as status:
         result = nsync.analyze(trace, config, progress=lambda msg: status.update(msg))
-    _emit(result, json_path, top)
+    _emit(result, top, json_path, html_path, markdown_path, source_dir)
 
 
 @app.command(
@@ -108,6 +120,18 @@ def profile_command(
         str | None, typer.Option("--json", help="Also write the JSON result here ('-': stdout).", metavar="PATH")
     ] = None,
     top: Annotated[int, typer.Option(min=1, help="Call sites to show in the table.")] = 10,
+    html_path: Annotated[
+        Path | None, typer.Option("--html", help="HTML report path (default: OUT_DIR/NAME.html).", metavar="PATH")
+    ] = None,
+    markdown_path: Annotated[
+        Path | None, typer.Option("--markdown", help="Write a Markdown summary here.", metavar="PATH")
+    ] = None,
+    source_dir: Annotated[
+        list[Path] | None,
+        typer.Option(
+            help="Where to look for the traced Python files, to quote their lines (repeatable).", metavar="DIR"
+        ),
+    ] = None,
     step_range: Annotated[str | None, typer.Option(help="NVTX range that marks one step.", metavar="NAME")] = None,
     warmup_steps: Annotated[int | None, typer.Option(min=0, help="Leading steps to skip.")] = None,
     duration: Annotated[float | None, typer.Option(min=1, help="Stop capturing after this many seconds.")] = None,
@@ -118,6 +142,9 @@ def profile_command(
         str | None, typer.Option(help="With --capture-range nvtx: the range, e.g. step.", metavar="NAME")
     ] = None,
     python_sampling: Annotated[bool, typer.Option(help="Also sample Python stacks (nsys >= 2023.4).")] = False,
+    cpu_sampling: Annotated[
+        bool, typer.Option(help="CPU sampling, which CUDA and Python backtraces need; off: a lighter capture.")
+    ] = True,
     nsys_arg: Annotated[
         list[str] | None, typer.Option(help="Extra flag for 'nsys profile' (repeatable).", metavar="FLAG")
     ] = None,
@@ -144,12 +171,14 @@ def profile_command(
         capture_range=capture_range,
         nvtx_range=nvtx_range,
         python_sampling=python_sampling,
+        cpu_sampling=cpu_sampling,
         nsys_args=tuple(nsys_arg or ()),
         keep_report=keep_report,
     )
     config = AnalysisConfig(step_range=step_range, warmup_steps=warmup_steps)
     result = profile(command, options, config, nsys_path, say=lambda msg: err.print(f"nsync: {msg}", markup=False))
-    _emit(result.analysis, json_path, top)
+    html = html_path or out_dir / f"{options.name}.html"
+    _emit(result.analysis, top, json_path, html, markdown_path, [Path.cwd(), *(source_dir or [])])
     err.print(f"nsync: wrote {result.sqlite}" + (f" and {result.report}" if result.report else ""), markup=False)
     if result.interrupted:
         raise typer.Exit(130)
@@ -158,17 +187,33 @@ def profile_command(
         raise typer.Exit(result.exit_code)
 
 
-def _emit(result: nsync.Analysis, json_path: str | None, top: int) -> None:
-    """The outputs both commands write: JSON (file or stdout) and the terminal summary."""
+def _emit(
+    result: nsync.Analysis,
+    top: int,
+    json_path: str | None = None,
+    html_path: Path | None = None,
+    markdown_path: Path | None = None,
+    source_dirs: list[Path] | None = None,
+) -> None:
+    """The outputs both commands write: files first, then JSON on stdout or the terminal summary."""
+    written = []
+    if html_path:
+        with err.status("rendering HTML report", spinner="dots"):
+            write_text(html_path, nsync.render_html(result, source_dirs=source_dirs))
+        written.append(str(html_path))
+    if markdown_path:
+        write_text(markdown_path, nsync.render_markdown(result, top))
+        written.append(str(markdown_path))
+    if json_path and json_path != "-":
+        write_text(Path(json_path), nsync.render_json(result, top=None))
+        written.append(json_path)
     if json_path == "-":
         sys.stdout.write(nsync.render_json(result, top=None))
-        return
-    if json_path:
-        write_text(Path(json_path), nsync.render_json(result, top=None))
-    piped = not sys.stdout.isatty() and "COLUMNS" not in os.environ
-    Console(highlight=False, width=120 if piped else None).print(nsync.summary(result, top))
-    if json_path:
-        err.print(f"wrote {json_path}", markup=False)
+    else:
+        piped = not sys.stdout.isatty() and "COLUMNS" not in os.environ
+        Console(highlight=False, width=120 if piped else None).print(nsync.summary(result, top))
+    for path in written:
+        err.print(f"nsync: wrote {path}", markup=False)
 
 
 def write_text(path: Path, text: str) -> None:

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import lzma
+import os
 import shutil
+import signal
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -32,6 +37,28 @@ def committed_fixtures_are_left_alone() -> Iterator[None]:
     before = _digest(FIXTURES)
     yield
     assert _digest(FIXTURES) == before
+
+
+def _nsys_agents() -> set[int]:
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if b"--start-agent" in (entry / "cmdline").read_bytes():
+                    found.add(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_nsys_agent_outlives_the_suite() -> Iterator[None]:
+    """Debian's nsys 2022.4 can leave its agent daemon spinning after a hang; never leave one behind."""
+    before = _nsys_agents()
+    yield
+    for pid in _nsys_agents() - before:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
 
 
 @pytest.fixture(scope="session")
@@ -70,3 +97,49 @@ def build(tmp_path: Path) -> Callable[..., Analysis]:
         return analyze(path, AnalysisConfig(**config))  # type: ignore[arg-type]
 
     return run
+
+
+@pytest.fixture(scope="session")
+def cpu_only_export(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    nsys = shutil.which("nsys")
+    assert nsys, "nsys must be installed in CI: run make system-deps"
+    folder = tmp_path_factory.mktemp("nsys")
+    script = folder / "cpu_only.py"
+    script.write_text(
+        "import time\ntotal = sum(i * i for i in range(200_000))\ntime.sleep(0.5)\nprint('done', total)\n"
+    )
+    subprocess.run(
+        [
+            nsys,
+            "profile",
+            "-o",
+            str(folder / "run"),
+            "-f",
+            "true",
+            "--trace=osrt,nvtx",
+            "--sample=none",
+            "--cpuctxsw=none",
+            sys.executable,
+            str(script),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    subprocess.run(
+        [
+            nsys,
+            "export",
+            "--type",
+            "sqlite",
+            "-o",
+            str(folder / "run.sqlite"),
+            "-f",
+            "true",
+            str(folder / "run.nsys-rep"),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    return folder / "run.sqlite"

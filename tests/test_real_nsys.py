@@ -17,51 +17,6 @@ needs_nsys = pytest.mark.skipif(
 )
 
 
-@pytest.fixture(scope="module")
-def cpu_only_export(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    assert NSYS, "nsys must be installed in CI: run make system-deps"
-    folder = tmp_path_factory.mktemp("nsys")
-    script = folder / "cpu_only.py"
-    script.write_text(
-        "import time\ntotal = sum(i * i for i in range(200_000))\ntime.sleep(0.5)\nprint('done', total)\n"
-    )
-    subprocess.run(
-        [
-            NSYS,
-            "profile",
-            "-o",
-            str(folder / "run"),
-            "-f",
-            "true",
-            "--trace=osrt,nvtx",
-            "--sample=none",
-            "--cpuctxsw=none",
-            sys.executable,
-            str(script),
-        ],
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
-    subprocess.run(
-        [
-            NSYS,
-            "export",
-            "--type",
-            "sqlite",
-            "-o",
-            str(folder / "run.sqlite"),
-            "-f",
-            "true",
-            str(folder / "run.nsys-rep"),
-        ],
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
-    return folder / "run.sqlite"
-
-
 @needs_nsys
 def test_cpu_only_trace_from_real_nsys_reports_no_cuda_activity(cpu_only_export):
     nsync = Path(sys.executable).parent / "nsync"

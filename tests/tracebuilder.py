@@ -375,6 +375,9 @@ class TraceBuilder:
         )
         return struct.pack("<Q", 1) + struct.pack("<QQQ", 4294967301, len(payload), 32) + payload
 
+    def thread_name(self, tid: int, name: str, pid: int | None = None) -> None:
+        self._add("ThreadNames", nameId=self.string(name), priority=0, globalTid=self.gtid(tid, pid))
+
     def profiler_overhead(self, tid: int, start_us: float, end_us: float, pid: int | None = None) -> None:
         self._add(
             "PROFILER_OVERHEAD",

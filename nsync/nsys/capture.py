@@ -27,6 +27,7 @@ class CaptureOptions:
     capture_range: str | None = None
     nvtx_range: str | None = None
     python_sampling: bool = False
+    cpu_sampling: bool = True
     nsys_args: tuple[str, ...] = ()
     keep_report: bool = True
 
@@ -45,29 +46,30 @@ class CaptureResult:
 
 def profile_flags(nsys: Nsys, options: CaptureOptions) -> tuple[list[str], list[str]]:
     """The ``nsys profile`` flags for this nsys version, and notes on what it cannot record."""
-    flags = [
-        "-t",
-        "cuda,nvtx,osrt",
-        "--sample=process-tree",
-        "--cpuctxsw=none",
-        "-o",
-        str(options.base),
-        "--force-overwrite=true",
-    ]
+    flags = ["-t", "cuda,nvtx,osrt", "--cpuctxsw=none", "-o", str(options.base), "--force-overwrite=true"]
     notes = []
-    if "backtrace" in nsys.profile_flags:
-        flags.append("--backtrace=fp")  # LBR is unavailable in most VMs; fp is cheap and enough here
-    if "cudabacktrace" in nsys.profile_flags:
-        flags.append("--cudabacktrace=sync,memory")  # backtraces on launches too would slow the host
-    else:
-        notes.append(f"nsys {nsys.version_str} cannot record CUDA backtraces: call sites will be unknown")
-    if "python-backtrace" in nsys.profile_flags:
-        flags.append("--python-backtrace=cuda")
-    else:
+    if "python-backtrace" not in nsys.profile_flags:
         notes.append(
             f"nsys {nsys.version_str} cannot record Python backtraces (needs nsys >= 2023.4, and >= 2025.1 "
             "to export them): call sites will come from native stacks"
         )
+    if not options.cpu_sampling:
+        # backtraces need CPU sampling: without it call sites come only from --python-sampling, if asked
+        flags.append("--sample=none")
+        notes.append(
+            "CPU sampling off: no CUDA or Python backtraces, call sites will be unknown"
+            + ("" if options.python_sampling else " (add --python-sampling for approximate ones)")
+        )
+    else:
+        flags.append("--sample=process-tree")
+        if "backtrace" in nsys.profile_flags:
+            flags.append("--backtrace=fp")  # LBR is unavailable in most VMs; fp is cheap and enough here
+        if "cudabacktrace" in nsys.profile_flags:
+            flags.append("--cudabacktrace=sync,memory")  # backtraces on launches too would slow the host
+        else:
+            notes.append(f"nsys {nsys.version_str} cannot record CUDA backtraces: call sites will be unknown")
+        if "python-backtrace" in nsys.profile_flags:
+            flags.append("--python-backtrace=cuda")
     if options.python_sampling:
         if "python-sampling" in nsys.profile_flags:
             flags.append("--python-sampling=true")

@@ -1,0 +1,120 @@
+"""A small slice of the timeline around representative steps, for reports to draw.
+
+Reports never see the trace: the analysis keeps this excerpt (a few thousand rows at most), chosen as the
+median-length step and its neighbours, or the neighbourhood of the costliest sync when there are no steps.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from nsync.attribute import LeadCurve
+from nsync.config import AnalysisConfig
+from nsync.load import Trace
+from nsync.steps import Steps
+
+MAX_OPS = 6000
+MAX_CALLS = 6000
+CONTEXT_NS = 5_000_000  # around the costliest sync when there are no steps
+
+
+@dataclass(frozen=True)
+class TimelineExcerpt:
+    """Rows inside [start_ns, end_ns]: GPU ops, CUDA calls of the syncing threads, syncs, lead samples."""
+
+    start_ns: int
+    end_ns: int
+    ops: pd.DataFrame  # start, end, device_id, stream_id, op, name, bytes
+    calls: pd.DataFrame  # start, end, global_tid, api
+    syncs: pd.DataFrame  # start, end, global_tid, drain_ns, rebuild_ns, exposed_idle_ns, file, line, function
+    lead: pd.DataFrame  # t, lead_ns, global_tid
+    description: str
+    truncated: bool
+
+
+def choose_window(steps: Steps, syncs: pd.DataFrame, window: tuple[int, int]) -> tuple[int, int, str]:
+    analysed = steps.analysed.reset_index(drop=True)
+    if len(analysed):
+        durations = (analysed["end"] - analysed["start"]).to_numpy()
+        k = int(np.argmin(np.abs(durations - np.median(durations))))
+        first, last = max(0, k - 1), min(len(analysed) - 1, k + 1)
+        return (
+            int(analysed["start"][first]),
+            int(analysed["end"][last]),
+            f"steps {first + steps.warmup + 1}-{last + steps.warmup + 1} of {len(steps.table)} "
+            f"(the median-length step and its neighbours)",
+        )
+    if len(syncs):
+        worst = syncs.loc[syncs["exposed_idle_ns"].idxmax()]
+        return (
+            max(window[0], int(worst["start"]) - CONTEXT_NS),
+            min(window[1], int(worst["rebuild_ns"]) + CONTEXT_NS),
+            "around the costliest sync (no steps in this trace)",
+        )
+    return window[0], min(window[1], window[0] + 4 * CONTEXT_NS), "the start of the trace (no steps, no syncs)"
+
+
+def timeline_excerpt(
+    trace: Trace, ops: pd.DataFrame, syncs: pd.DataFrame, steps: Steps, window: tuple[int, int], config: AnalysisConfig
+) -> TimelineExcerpt:
+    t0, t1, description = choose_window(steps, syncs, window)
+    shown = ops.loc[(ops["end"] > t0) & (ops["start"] < t1)].sort_values("start")
+    truncated = len(shown) > MAX_OPS
+    if truncated:
+        shown = shown.head(MAX_OPS)
+        t1 = int(shown["end"].max())
+        description += f", cut to its first {MAX_OPS} GPU ops"
+    threads = set(syncs["global_tid"]) | set(shown["launch_tid"])
+    calls = trace.api.loc[(trace.api["end"] > t0) & (trace.api["start"] < t1) & trace.api["global_tid"].isin(threads)]
+    calls = calls.sort_values("start").head(MAX_CALLS)
+    in_window = syncs.loc[(syncs["end"] > t0) & (syncs["start"] < t1)]
+    return TimelineExcerpt(
+        start_ns=t0,
+        end_ns=t1,
+        ops=shown[["start", "end", "device_id", "stream_id", "op", "name", "bytes"]].reset_index(drop=True),
+        calls=calls[["start", "end", "global_tid", "api"]].astype({"api": str}).reset_index(drop=True),
+        syncs=in_window[
+            [
+                "start",
+                "end",
+                "global_tid",
+                "kind",
+                "drain_ns",
+                "rebuild_ns",
+                "exposed_idle_ns",
+                "file",
+                "line",
+                "function",
+            ]
+        ].reset_index(drop=True),
+        lead=_lead_samples(ops, set(in_window["global_tid"]), t0, t1, config),
+        description=description,
+        truncated=truncated,
+    )
+
+
+def _lead_samples(ops: pd.DataFrame, threads: set[int], t0: int, t1: int, config: AnalysisConfig) -> pd.DataFrame:
+    """The lead's sawtooth: its value just before and just after each launch of the syncing threads."""
+    parts = []
+    for tid in sorted(threads):
+        mine = ops.loc[ops["launch_tid"] == tid]
+        curve = LeadCurve.of(mine["launch_end"].to_numpy(), mine["end"].to_numpy(), config)
+        t = curve.launch_end[(curve.launch_end >= t0) & (curve.launch_end <= t1)]
+        t = np.unique(np.concatenate([[t0, t1], t]))[:MAX_OPS]
+        before = curve.lead_at(t - 1)
+        after = curve.lead_at(t)
+        times = np.repeat(t, 2)
+        leads = np.column_stack([before, after]).ravel()
+        parts.append(pd.DataFrame({"t": times, "lead_ns": leads, "global_tid": tid}))
+    if not parts:
+        return pd.DataFrame(
+            {
+                "t": pd.Series(dtype=np.int64),
+                "lead_ns": pd.Series(dtype=np.int64),
+                "global_tid": pd.Series(dtype=np.int64),
+            }
+        )
+    return pd.concat(parts, ignore_index=True)

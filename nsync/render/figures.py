@@ -1,0 +1,210 @@
+"""Plotly figures of an analysis: the timeline excerpt and the per-step chart.
+
+Every string from the trace is HTML-escaped before plotly sees it (plotly renders a subset of HTML in
+hover text and labels); plotly itself JSON-escapes ``<``, ``>`` and ``/`` when it embeds the data.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+if TYPE_CHECKING:
+    from nsync.analysis import Analysis
+    from nsync.excerpt import TimelineExcerpt
+
+OP_COLOURS = {"kernel": "#4c78a8", "memcpy": "#54a24b", "memset": "#b279a2", "graph": "#72b7b2"}
+CALL_COLOUR, SYNC_COLOUR, EXPOSED_COLOUR, LEAD_COLOUR = "#bab0ac", "#e45756", "#f58518", "#222222"
+MS = 1e6
+
+
+def _esc(values: pd.Series | list[object]) -> list[str]:
+    return [html.escape(str(v)) for v in values]
+
+
+def _thread_label(tid: int, names: dict[int, str]) -> str:
+    name = names.get(tid)
+    return f"host {html.escape(name)} ({tid & 0xFFFFFF})" if name else f"host thread {tid & 0xFFFFFF}"
+
+
+def timeline_figure(analysis: Analysis) -> go.Figure | None:
+    excerpt = analysis.timeline
+    if excerpt is None or (excerpt.ops.empty and excerpt.calls.empty):
+        return None
+    t0 = excerpt.start_ns
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.78, 0.22], vertical_spacing=0.04)
+    lanes = _gpu_lanes(fig, excerpt, t0)
+    lanes += _host_lanes(fig, excerpt, t0, analysis.thread_names)
+    _exposed_windows(fig, excerpt, t0)
+    for tid, points in excerpt.lead.groupby("global_tid"):
+        fig.add_trace(
+            go.Scatter(
+                x=(points["t"] - t0) / MS,
+                y=points["lead_ns"] / MS,
+                mode="lines",
+                line={"color": LEAD_COLOUR, "width": 1},
+                name=f"lead, {_thread_label(tid, analysis.thread_names)}",
+                hovertemplate="lead %{y:.3f} ms<extra></extra>",
+            ),
+            row=2,
+            col=1,
+        )
+    fig.update_yaxes(categoryorder="array", categoryarray=list(reversed(lanes)), row=1, col=1)
+    fig.update_yaxes(title_text="host lead (ms)", rangemode="tozero", row=2, col=1)
+    fig.update_xaxes(title_text=f"ms from {t0 / MS:.3f} ms into the trace", row=2, col=1)
+    fig.update_layout(
+        barmode="overlay",
+        height=260 + 34 * len(lanes),
+        margin={"l": 10, "r": 10, "t": 30, "b": 40},
+        legend={"orientation": "h", "y": 1.06},
+        hovermode="closest",
+        template="plotly_white",
+    )
+    return fig
+
+
+def _gpu_lanes(fig: go.Figure, excerpt: TimelineExcerpt, t0: int) -> list[str]:
+    ops = excerpt.ops.assign(
+        lane=[f"GPU {d} · stream {s}" for d, s in zip(excerpt.ops["device_id"], excerpt.ops["stream_id"])]
+    )
+    for op, group in ops.groupby("op", observed=True):
+        names = group["name"].astype(object).where(group["name"].notna(), group["op"].astype(str))
+        hover = [f"{n}<br>{(e - s) / 1e3:.1f} µs" for n, s, e in zip(_esc(names), group["start"], group["end"])]
+        fig.add_trace(
+            go.Bar(
+                y=group["lane"],
+                base=(group["start"] - t0) / MS,
+                x=(group["end"] - group["start"]) / MS,
+                orientation="h",
+                name=str(op),
+                marker={"color": OP_COLOURS.get(str(op), "#888")},
+                hovertext=hover,
+                hoverinfo="text",
+                width=0.7,
+            ),
+            row=1,
+            col=1,
+        )
+    return sorted(set(ops["lane"]))
+
+
+def _host_lanes(fig: go.Figure, excerpt: TimelineExcerpt, t0: int, names: dict[int, str]) -> list[str]:
+    calls = excerpt.calls.assign(lane=[_thread_label(t, names) for t in excerpt.calls["global_tid"]])
+    hover = [f"{a}<br>{(e - s) / 1e3:.1f} µs" for a, s, e in zip(_esc(calls["api"]), calls["start"], calls["end"])]
+    fig.add_trace(
+        go.Bar(
+            y=calls["lane"],
+            base=(calls["start"] - t0) / MS,
+            x=(calls["end"] - calls["start"]) / MS,
+            orientation="h",
+            name="CUDA API call",
+            marker={"color": CALL_COLOUR},
+            hovertext=hover,
+            hoverinfo="text",
+            width=0.5,
+        ),
+        row=1,
+        col=1,
+    )
+    syncs = excerpt.syncs
+    if len(syncs):
+        lanes = [_thread_label(t, names) for t in syncs["global_tid"]]
+        hover = [
+            f"sync ({html.escape(str(k))}) at {html.escape(str(f).rsplit('/', 1)[-1])}:{ln} "
+            f"{html.escape(str(fn))}<br>wait {(e - s) / MS:.3f} ms, exposed idle {x / MS:.3f} ms"
+            for k, f, ln, fn, s, e, x in zip(
+                syncs["kind"],
+                syncs["file"],
+                syncs["line"],
+                syncs["function"],
+                syncs["start"],
+                syncs["end"],
+                syncs["exposed_idle_ns"],
+            )
+        ]
+        fig.add_trace(
+            go.Bar(
+                y=lanes,
+                base=(syncs["start"] - t0) / MS,
+                x=(syncs["end"] - syncs["start"]) / MS,
+                orientation="h",
+                name="sync (host waits)",
+                marker={"color": SYNC_COLOUR},
+                hovertext=hover,
+                hoverinfo="text",
+                width=0.7,
+            ),
+            row=1,
+            col=1,
+        )
+    return sorted(set(calls["lane"]))
+
+
+def _exposed_windows(fig: go.Figure, excerpt: TimelineExcerpt, t0: int) -> None:
+    """Shade each sync's exposed-idle window across the GPU lanes, on its own lane too for hovering."""
+    syncs = excerpt.syncs.loc[excerpt.syncs["exposed_idle_ns"] > 0]
+    if syncs.empty:
+        return
+    start = np.maximum(
+        syncs["start"], np.minimum(syncs["drain_ns"].where(syncs["drain_ns"] >= 0, syncs["start"]), syncs["end"])
+    )
+    for a, b in zip(start.head(300), syncs["rebuild_ns"].head(300)):
+        fig.add_vrect(
+            x0=(a - t0) / MS, x1=(b - t0) / MS, fillcolor=EXPOSED_COLOUR, opacity=0.12, line_width=0, row=1, col=1
+        )
+    hover = [
+        f"exposed idle {x / MS:.3f} ms after {html.escape(str(f).rsplit('/', 1)[-1])}:{ln}"
+        for x, f, ln in zip(syncs["exposed_idle_ns"], syncs["file"], syncs["line"])
+    ]
+    fig.add_trace(
+        go.Bar(
+            y=["GPU idle after syncs"] * len(syncs),
+            base=(start - t0) / MS,
+            x=(syncs["rebuild_ns"] - start) / MS,
+            orientation="h",
+            name="exposed idle window",
+            marker={"color": EXPOSED_COLOUR, "opacity": 0.6},
+            hovertext=hover,
+            hoverinfo="text",
+            width=0.5,
+        ),
+        row=1,
+        col=1,
+    )
+
+
+def steps_figure(analysis: Analysis) -> go.Figure | None:
+    stats = analysis.step_stats
+    if stats.empty:
+        return None
+    number = np.arange(len(stats)) + analysis.steps.warmup + 1
+    fig = go.Figure()
+    fig.add_trace(go.Bar(x=number, y=stats["duration_ns"] / MS, name="step time", marker={"color": "#9ecae9"}))
+    fig.add_trace(
+        go.Scatter(
+            x=number, y=stats["gpu_idle_ns"] / MS, name="GPU idle", mode="lines+markers", line={"color": "#4c78a8"}
+        )
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=number,
+            y=stats["exposed_idle_ns"] / MS,
+            name="exposed idle after syncs",
+            mode="lines+markers",
+            line={"color": EXPOSED_COLOUR},
+        )
+    )
+    fig.update_layout(
+        height=300,
+        template="plotly_white",
+        margin={"l": 10, "r": 10, "t": 30, "b": 40},
+        xaxis_title="step",
+        yaxis_title="ms",
+        legend={"orientation": "h", "y": 1.12},
+    )
+    return fig

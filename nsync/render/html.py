@@ -1,0 +1,105 @@
+"""The self-contained HTML report: Jinja2 (autoescaped) around plotly figures, plotly's JS inlined once."""
+
+from __future__ import annotations
+
+import datetime as dt
+import importlib.resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import jinja2
+import plotly.io as pio
+import plotly.offline
+
+from nsync import __version__
+from nsync.render.figures import steps_figure, timeline_figure
+from nsync.render.json import analysis_to_dict
+
+if TYPE_CHECKING:
+    from nsync.analysis import Analysis
+
+SOURCE_RADIUS = 2
+MAX_SOURCE_BYTES = 5_000_000
+
+
+def templates_dir() -> Path:
+    """``templates/`` of the source tree, installed as the package ``nsync.templates``."""
+    try:
+        installed = Path(str(importlib.resources.files("nsync.templates")))
+        if (installed / "report.html.j2").is_file():
+            return installed
+    except ModuleNotFoundError:
+        pass
+    return Path(__file__).resolve().parents[2] / "templates"
+
+
+def environment() -> jinja2.Environment:
+    # autoescape=True for every template: select_autoescape would skip '.html.j2' names
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(templates_dir()), autoescape=True, undefined=jinja2.StrictUndefined
+    )
+
+
+def source_context(file: str, line: int, search: list[Path]) -> list[dict[str, Any]]:
+    """Lines around ``file:line`` when that Python file is readable here (else empty).
+
+    Only ``.py`` files are read: a trace names the paths, and a report must not quote other local files.
+    """
+    if line <= 0 or not file.endswith(".py"):
+        return []
+    name = Path(file).name
+    for path in [Path(file), *(folder / name for folder in search)]:
+        try:
+            if path.is_file() and path.stat().st_size <= MAX_SOURCE_BYTES:
+                lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+                break
+        except OSError:
+            continue
+    else:
+        return []
+    first = max(1, line - SOURCE_RADIUS)
+    return [
+        {"number": n, "text": lines[n - 1], "hit": n == line}
+        for n in range(first, min(len(lines), line + SOURCE_RADIUS) + 1)
+    ]
+
+
+def _figure_html(fig: Any, div_id: str) -> str:
+    if fig is None:
+        return ""
+    return pio.to_html(
+        fig, include_plotlyjs=False, full_html=False, div_id=div_id, config={"displaylogo": False, "responsive": True}
+    )
+
+
+def render_html(analysis: Analysis, top: int = 50, source_dirs: list[Path] | None = None) -> str:
+    data = analysis_to_dict(analysis, top)
+    search = [Path(analysis.trace_path).resolve().parent, Path.cwd(), *(source_dirs or [])]
+    for site in data["callsites"]:
+        site["source"] = source_context(site["file"], site["line"], search)
+    steps, totals = data["steps"], data["totals"]
+    per_step = steps["count"] or 0
+    headline = {
+        "step_ms": steps["median_ms"],
+        "gpu_busy_pct": 100 * totals["gpu_busy_ms"] / totals["span_ms"] if totals["span_ms"] else None,
+        "gpu_idle_ms_per_step": totals["gpu_idle_ms"] / per_step if per_step else None,
+        "exposed_ms_per_step": totals["exposed_idle_ms"] / per_step if per_step else None,
+        "exposed_pct": 100 * totals["exposed_idle_ms"] / totals["span_ms"] if totals["span_ms"] else None,
+    }
+    timeline = analysis.timeline
+    return (
+        environment()
+        .get_template("report.html.j2")
+        .render(
+            data=data,
+            headline=headline,
+            title=Path(analysis.trace_path).name,
+            plotly_js=plotly.offline.get_plotlyjs(),
+            timeline_html=_figure_html(timeline_figure(analysis), "timeline"),
+            timeline_note=timeline.description if timeline else "",
+            steps_html=_figure_html(steps_figure(analysis), "steps"),
+            callsite_total=len(analysis.callsites),
+            generated=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            version=__version__,
+        )
+    )

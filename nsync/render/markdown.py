@@ -1,0 +1,67 @@
+"""A compact Markdown summary to paste into a pull-request comment."""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from nsync.render.json import analysis_to_dict
+
+if TYPE_CHECKING:
+    from nsync.analysis import Analysis
+
+
+def _cell(value: object) -> str:
+    """Trace text made inert in a table cell: no HTML, no column breaks, no code-span escapes."""
+    return html.escape(str(value)).replace("|", "\\|").replace("`", "'").replace("\n", " ")
+
+
+def _code(value: object) -> str:
+    """A code span: inert already (no HTML inside), but a backtick would end it and a pipe the cell."""
+    return "`" + str(value).replace("`", "'").replace("|", "\\|").replace("\n", " ") + "`"
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def render_markdown(analysis: Analysis, top: int = 10) -> str:
+    data: dict[str, Any] = analysis_to_dict(analysis, top)
+    steps, totals = data["steps"], data["totals"]
+    lines = [f"### nsync: {_cell(Path(analysis.trace_path).name)}", ""]
+    facts = [f"{_cell(', '.join(data['trace']['gpus']) or 'no GPU')}", f"nsys {_cell(data['trace']['nsys_version'])}"]
+    if steps["count"]:
+        facts.append(f"{steps['count']} steps, median {_ms(steps['median_ms'])} ms")
+        per = steps["count"]
+        facts.append(
+            f"GPU idle {totals['gpu_idle_ms'] / per:.3f} ms/step, "
+            f"**{totals['exposed_idle_ms'] / per:.3f} ms/step exposed after syncs**"
+        )
+    else:
+        facts.append(
+            f"GPU idle {_ms(totals['gpu_idle_ms'])} ms, **{_ms(totals['exposed_idle_ms'])} ms exposed after syncs**"
+        )
+    lines += [" · ".join(facts), ""]
+    if data["callsites"]:
+        unit = "/step" if steps["count"] else ""
+        lines += [
+            f"| # | call site | function | syncs/step | exposed idle ms{unit} | host wait ms{unit} | fix |",
+            "|---:|---|---|---:|---:|---:|---|",
+        ]
+        for rank, site in enumerate(data["callsites"], 1):
+            exposed = site["exposed_idle_ms_per_step"] if steps["count"] else site["exposed_idle_ms"]
+            wait = site["host_wait_ms_per_step"] if steps["count"] else site["host_wait_ms"]
+            per_step = "-" if site["syncs_per_step"] is None else f"{site['syncs_per_step']:.2f}"
+            where = f"{Path(site['file']).name}:{site['line']}"
+            lines.append(
+                f"| {rank} | `{_cell(where)}` | {_cell(site['function'])} | {per_step} | {_ms(exposed)} | "
+                f"{_ms(wait)} | {_cell(site['short_hint'])} |"
+            )
+        more = len(analysis.callsites) - len(data["callsites"])
+        if more > 0:
+            lines += ["", f"{more} more call sites in the full report."]
+    else:
+        lines.append("No sync call sites in the analysed window.")
+    lines += [f"> {_cell(w)}" for w in data["warnings"]]
+    return "\n".join(lines).rstrip() + "\n"

@@ -1,0 +1,113 @@
+"""HTML report (in real headless Chromium) and Markdown summary."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from nsync import AnalysisConfig, analyze, render_html, render_markdown
+from tests.browser import load, needs_chromium
+from tests.test_real_nsys import needs_nsys
+from tests.tracebuilder import TraceBuilder
+
+EVIL = "</script><script>document.title='PWNED'</script><img src=x onerror=\"document.body.dataset.pwned=1\">'\""
+
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "h200"
+
+
+def write_report(analysis, path: Path) -> Path:
+    path.write_text(render_html(analysis, source_dirs=[FIXTURES]), encoding="utf-8")
+    return path
+
+
+@needs_chromium
+def test_print_deg_report_renders_in_chromium_with_the_print_first(h200_analysis, tmp_path):
+    page = write_report(h200_analysis("print_deg"), tmp_path / "report.html")
+    size = page.stat().st_size
+    assert size < 6_000_000  # plotly's JS (4.8 MB) inlined once, the rest is small
+    assert not re.search(r"<script[^>]*\bsrc=", page.read_text())  # nothing fetched: works offline
+    dom, console = load(page)
+    assert console == []
+    first = re.search(r'<tr class="site">.*?<code class="where">(.*?)</code>', dom, re.S)
+    assert first and first.group(1) == "w_print.py:19"
+    timeline = re.search(r'<div id="timeline".*?</div>', dom, re.S)
+    assert timeline and 'class="main-svg"' in dom[timeline.start() :]  # plotly drew it
+    assert 'id="steps"' in dom
+    assert "print(y.sum())" in dom  # the source line, read from fixtures/h200/w_print.py
+
+
+def hostile_trace(tmp_path: Path) -> Path:
+    b = TraceBuilder()
+    b.thread_name(1, f"worker{EVIL}")
+    for i in range(5):
+        t0 = i * 1000
+        b.nvtx_range(1, f"step{EVIL}", t0, t0 + 999)
+        b.kernel(1, t0, t0 + 10, t0 + 600, name=f"gemm{EVIL}")
+        corr = b.stream_sync(1, t0 + 100, t0 + 610)
+        b.python_stack(1, corr, [(f"fn{EVIL}", f"/home/u/{EVIL}/train.py", 7)])
+        b.kernel(1, t0 + 700, t0 + 700, t0 + 900, name="tail")
+    return b.write(tmp_path / "evil.sqlite")
+
+
+@needs_chromium
+def test_hostile_strings_are_escaped_everywhere(tmp_path):
+    analysis = analyze(hostile_trace(tmp_path))
+    assert analysis.steps.source.startswith("nvtx:step</script><script>")
+    page = write_report(analysis, tmp_path / "evil.html")
+    dom, console = load(page)
+    assert console == []
+    assert "PWNED" not in re.search(r"<title>(.*?)</title>", dom, re.S).group(1)
+    assert "data-pwned" not in dom
+    assert '<img src="x"' not in dom and "<img src=x" not in dom
+    assert "fn&lt;/script&gt;&lt;script&gt;document.title='PWNED'" in dom  # shown as text
+    assert 'class="main-svg"' in dom  # and the page still renders its figures
+    markdown = render_markdown(analysis)
+    assert "<script>" not in markdown and "<img" not in markdown
+
+
+@needs_chromium
+def test_report_without_python_frames_says_why(tmp_path):
+    b = TraceBuilder(schema="2022.4")
+    b.kernel(1, 0, 10, 1010, name="k1")
+    b.stream_sync(1, 20, 1015)
+    b.kernel(1, 1100, 1110, 3000, name="k2")
+    analysis = analyze(b.write(tmp_path / "old.sqlite"))
+    dom, console = load(write_report(analysis, tmp_path / "old.html"))
+    assert console == []
+    assert "cannot record Python backtraces" in dom
+    assert "from none" in dom  # the stack's source is named in each row
+
+
+@needs_nsys
+@needs_chromium
+def test_report_of_a_trace_without_cuda_says_so(cpu_only_export, tmp_path):
+    analysis = analyze(cpu_only_export)
+    dom, console = load(write_report(analysis, tmp_path / "cpu.html"))
+    assert console == []
+    assert 'id="no-callsites"' in dom and 'id="no-timeline"' in dom
+    assert "no CUDA activity in this trace" in dom
+
+
+def test_markdown_summary_is_a_compact_pr_table(tmp_path):
+    b = TraceBuilder()
+    for i in range(5):
+        t0 = i * 1000
+        b.nvtx_range(1, "step", t0, t0 + 999)
+        b.kernel(1, t0, t0 + 10, t0 + 600, name="matmul")
+        corr = b.stream_sync(1, t0 + 100, t0 + 612)
+        b.python_stack(1, corr, [("train_step", "/home/u/proj/train.py", 42)])
+        b.kernel(1, t0 + 700, t0 + 700, t0 + 900, name="tail")
+    path = b.write(tmp_path / "run.sqlite")
+    text = render_markdown(analyze(path, AnalysisConfig()))
+    # per step: GPU idle [0,10] + [600,700] + [900,999] = 209 µs, plus the 1 µs between steps (3 of them in the
+    # window): 839 / 4 = 0.20975; each sync drains at 600 and the lead is rebuilt at the next matmul's launch
+    # end (+1004): 100 + 104 = 204 µs, the last only 100 (nothing follows): 712 / 4 = 0.178
+    assert text == (
+        "### nsync: run.sqlite\n\n"
+        "Synthetic GPU · nsys 2025.3.2.0 · 4 steps, median 0.999 ms · GPU idle 0.210 ms/step, "
+        "**0.178 ms/step exposed after syncs**\n\n"
+        "| # | call site | function | syncs/step | exposed idle ms/step | host wait ms/step | fix |\n"
+        "|---:|---|---|---:|---:|---:|---|\n"
+        "| 1 | `train.py:42` | train_step | 1.00 | 0.178 | 0.512 | move the wait out of the step |\n"
+    )
