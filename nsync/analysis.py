@@ -76,7 +76,7 @@ def analyze(
         gpus=_gpu_names(trace, ops),
         config=config,
         steps=steps,
-        step_stats=_step_stats(steps, in_window, busy),
+        step_stats=_step_stats(steps, in_window, busy, ops),
         window_ns=window,
         syncs=in_window,
         callsites=callsites,
@@ -129,7 +129,34 @@ def _totals(syncs: pd.DataFrame, busy: dict[tuple[int, int], BusyUnion], window:
     }
 
 
-def _step_stats(steps: Steps, syncs: pd.DataFrame, busy: dict[tuple[int, int], BusyUnion]) -> pd.DataFrame:
+def gpu_step_durations(steps: Steps, ops: pd.DataFrame) -> np.ndarray:
+    """Each step's time on the GPU: from the end of the previous step's work to the end of its own.
+
+    A step's work is what was launched inside its range. When the host runs ahead (no syncs), NVTX ranges
+    time the host's enqueueing, not the GPU; successive GPU completions time the throughput either way.
+    """
+    table = steps.table
+    if table.empty or ops.empty:
+        return np.full(len(table), np.nan)
+    starts, ends = table["start"].to_numpy(np.int64), table["end"].to_numpy(np.int64)
+    launch = ops["launch_start"].to_numpy(np.int64)
+    k = np.searchsorted(starts, launch, side="right") - 1
+    inside = (k >= 0) & (launch < ends[np.clip(k, 0, None)])
+    last_end = np.full(len(table), np.nan)
+    first_start = np.full(len(table), np.nan)
+    frame = pd.DataFrame(
+        {"k": k[inside], "start": ops["start"].to_numpy()[inside], "end": ops["end"].to_numpy()[inside]}
+    )
+    grouped = frame.groupby("k")
+    last_end[grouped["end"].max().index] = grouped["end"].max().to_numpy()
+    first_start[grouped["start"].min().index] = grouped["start"].min().to_numpy()
+    previous = np.concatenate([[first_start[0]], last_end[:-1]])
+    return last_end - previous
+
+
+def _step_stats(
+    steps: Steps, syncs: pd.DataFrame, busy: dict[tuple[int, int], BusyUnion], ops: pd.DataFrame
+) -> pd.DataFrame:
     table = steps.analysed.reset_index(drop=True)
     starts, ends = table["start"].to_numpy(np.int64), table["end"].to_numpy(np.int64)
     gpu_idle = np.zeros(len(table), np.int64)
@@ -143,6 +170,7 @@ def _step_stats(steps: Steps, syncs: pd.DataFrame, busy: dict[tuple[int, int], B
             "start": starts,
             "end": ends,
             "duration_ns": ends - starts,
+            "gpu_duration_ns": gpu_step_durations(steps, ops)[steps.warmup :],
             "gpu_idle_ns": gpu_idle,
             "exposed_idle_ns": exposed[: len(table)].astype(np.int64),
             "sync_count": count[: len(table)],

@@ -83,3 +83,15 @@ def test_without_steps_figures_cover_the_whole_trace(build):
     assert (a.steps.source, a.steps.count) == ("none", 0)
     assert a.window_ns == (0, ns(3000))
     assert a.callsites.iloc[0]["count"] == 1
+
+
+def test_gpu_step_time_is_the_throughput_when_the_host_runs_ahead(build):
+    # the host enqueues a step in 100 µs, the GPU needs 1000 µs for it: NVTX ranges time the host only
+    b = TraceBuilder()
+    for i in range(6):
+        t0 = i * 100
+        b.nvtx_range(1, "step", t0, t0 + 99)
+        b.kernel(1, t0, 10 + i * 1000, 10 + (i + 1) * 1000, name="matmul")
+    a = build(b)
+    assert list(a.step_stats["duration_ns"]) == [ns(99)] * 5
+    assert list(a.step_stats["gpu_duration_ns"]) == [ns(1000)] * 5

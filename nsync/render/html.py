@@ -81,6 +81,7 @@ def render_html(analysis: Analysis, top: int = 50, source_dirs: list[Path] | Non
     per_step = steps["count"] or 0
     headline = {
         "step_ms": steps["median_ms"],
+        "gpu_step_ms": steps["gpu_median_ms"],
         "gpu_busy_pct": 100 * totals["gpu_busy_ms"] / totals["span_ms"] if totals["span_ms"] else None,
         "gpu_idle_ms_per_step": totals["gpu_idle_ms"] / per_step if per_step else None,
         "exposed_ms_per_step": totals["exposed_idle_ms"] / per_step if per_step else None,

@@ -28,7 +28,9 @@ def analysis_to_dict(analysis: Analysis, top: int | None = None) -> dict[str, An
 
     totals = analysis.totals
     steps = analysis.steps
-    durations = analysis.step_stats["duration_ns"] if len(analysis.step_stats) else []
+    stats = analysis.step_stats
+    durations = stats["duration_ns"] if len(stats) else []
+    gpu_durations = stats["gpu_duration_ns"].dropna() if len(stats) else []
     gpu_idle = totals["gpu_idle_ns"]
     sites = analysis.callsites if top is None else analysis.callsites.head(top)
     return {
@@ -43,6 +45,7 @@ def analysis_to_dict(analysis: Analysis, top: int | None = None) -> dict[str, An
         "steps": {
             "count": steps.count,
             "median_ms": _ms(float(durations.median())) if len(durations) else None,
+            "gpu_median_ms": _ms(float(gpu_durations.median())) if len(gpu_durations) else None,
             "source": steps.source,
             "total": len(steps.table),
             "warmup_skipped": steps.warmup,

@@ -29,7 +29,7 @@ def summary(analysis: Analysis, top: int = 10) -> Group:
     if steps["count"]:
         facts.append(
             f"{steps['count']} steps ({steps['source']}, {steps['warmup_skipped']} warm-up skipped), "
-            f"median {_fmt(steps['median_ms'])} ms"
+            f"median {_fmt(steps['median_ms'])} ms (on the GPU {_fmt(steps['gpu_median_ms'])} ms)"
         )
     else:
         facts.append("no steps found: figures cover the whole trace")
