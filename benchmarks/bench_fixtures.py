@@ -32,7 +32,8 @@ def main(repeats: int = 5) -> None:
                 start = time.perf_counter()
                 nsync.analyze(path)
                 best = min(best, time.perf_counter() - start)
-            print(f"{xz.stem:22s} {rows / 1e6:6.3f} M rows  analyze {best * 1e3:7.1f} ms  ({rows / best / 1e6:.2f} M rows/s)")
+            rate = rows / best / 1e6
+            print(f"{xz.stem:22s} {rows / 1e6:6.3f} M rows  analyze {best * 1e3:7.1f} ms  ({rate:.2f} M rows/s)")
 
 
 if __name__ == "__main__":

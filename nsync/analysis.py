@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -43,6 +43,8 @@ class Analysis:
     status: str = "ok"  # ok | no-cuda | no-gpu-work
     timeline: TimelineExcerpt | None = None
     thread_names: dict[int, str] = field(default_factory=dict)
+    program: str = ""  # the captured command line, as nsys recorded it (empty when unknown)
+    kernel_time_ns: dict[str, int] = field(default_factory=dict)  # GPU time per kernel name
 
 
 def analyze(
@@ -51,7 +53,15 @@ def analyze(
     """Analyse an nsys SQLite export (or an already loaded :class:`Trace`)."""
     config = config or AnalysisConfig()
     say = progress or (lambda _msg: None)
-    trace = source if isinstance(source, Trace) else load_trace(source, progress=say)
+    if isinstance(source, Trace):
+        trace = source
+    elif Path(source).suffix in (".nsys-rep", ".qdrep"):
+        from nsync.nsys import exported
+
+        with exported(Path(source), say) as sqlite:
+            trace = replace(load_trace(sqlite, progress=say), path=Path(source))
+    else:
+        trace = load_trace(source, progress=say)
     ops = ops_with_launch(trace)
     if not trace.has_cuda or ops.empty:
         return _empty(trace, config, NO_CUDA if not trace.has_cuda else NO_GPU_WORK)
@@ -85,7 +95,22 @@ def analyze(
         warnings=list(trace.warnings),
         timeline=timeline_excerpt(trace, ops, syncs, steps, window, config),
         thread_names=dict(zip(trace.threads["global_tid"].tolist(), trace.threads["name"].astype(str).tolist())),
+        program=program_of(trace),
+        kernel_time_ns=_kernel_time(trace.gpu_ops),
     )
+
+
+def _kernel_time(gpu_ops: pd.DataFrame) -> dict[str, int]:
+    kernels = gpu_ops.loc[gpu_ops["op"] == "kernel"]
+    totals = (kernels["end"] - kernels["start"]).groupby(kernels["name"].astype(str)).sum()
+    return {str(k): int(v) for k, v in totals.items()}
+
+
+def program_of(trace: Trace) -> str:
+    """``python3 train.py`` from the capture metadata (file names only, so runs in other folders compare)."""
+    words = [trace.capture.get("PROCESS_0:COMMAND", "")]
+    words += [trace.capture[k] for k in sorted(trace.capture) if k.startswith("PROCESS_0:ARGUMENT_")][:1]
+    return " ".join(Path(w).name for w in words if w)
 
 
 def _empty(trace: Trace, config: AnalysisConfig, reason: str) -> Analysis:

@@ -187,6 +187,68 @@ def profile_command(
         raise typer.Exit(result.exit_code)
 
 
+@app.command(
+    "diff",
+    epilog="Examples:\n\n  nsync diff main.sqlite pr.sqlite\n\n"
+    "  nsync diff main.sqlite pr.sqlite --html diff.html --markdown diff.md --fail-on-regression 5",
+)
+@reported
+def diff_command(
+    baseline: Annotated[
+        Path, typer.Argument(help="The healthy or reference run (SQLite export or .nsys-rep).", show_default=False)
+    ],
+    candidate: Annotated[Path, typer.Argument(help="The run to judge.", show_default=False)],
+    json_path: Annotated[
+        str | None, typer.Option("--json", help="Write the JSON result here ('-': stdout).", metavar="PATH")
+    ] = None,
+    html_path: Annotated[Path | None, typer.Option("--html", help="Write the HTML diff here.", metavar="PATH")] = None,
+    markdown_path: Annotated[
+        Path | None, typer.Option("--markdown", help="Write a Markdown summary here.", metavar="PATH")
+    ] = None,
+    fail_on_regression: Annotated[
+        float | None,
+        typer.Option(
+            help="Exit 3 when the verdict is a regression and the step time grew by more than PCT %.",
+            metavar="PCT",
+            min=0,
+        ),
+    ] = None,
+    top: Annotated[int, typer.Option(min=1, help="Call sites to show.")] = 10,
+    step_range: Annotated[str | None, typer.Option(help="NVTX range that marks one step.", metavar="NAME")] = None,
+) -> None:
+    """Compare two runs: step time against its noise, and the call sites whose syncs grew or shrank."""
+    from nsync.diff import diff
+    from nsync.render.diff import diff_summary, render_diff_json, render_diff_markdown
+
+    config = AnalysisConfig(step_range=step_range)
+    with err.status("loading baseline", spinner="dots") as status:
+        base = nsync.analyze(baseline, config, progress=lambda msg: status.update(f"baseline: {msg}"))
+        cand = nsync.analyze(candidate, config, progress=lambda msg: status.update(f"candidate: {msg}"))
+    result = diff(base, cand)
+    if html_path:
+        from nsync.render.html import render_diff_html
+
+        write_text(html_path, render_diff_html(result))
+    if markdown_path:
+        write_text(markdown_path, render_diff_markdown(result, top))
+    if json_path == "-":
+        sys.stdout.write(render_diff_json(result))
+    else:
+        if json_path:
+            write_text(Path(json_path), render_diff_json(result))
+        Console(highlight=False, width=_width()).print(diff_summary(result, top))
+    if fail_on_regression is not None and result.regressed_beyond(fail_on_regression):
+        err.print(
+            f"nsync: step time regressed by {result.step_ms['delta_pct']} % (> {fail_on_regression} %)", markup=False
+        )
+        raise typer.Exit(3)
+
+
+def _width() -> int | None:
+    """Rich's width: the terminal's, or 120 columns when piped (rich would pick 80)."""
+    return 120 if not sys.stdout.isatty() and "COLUMNS" not in os.environ else None
+
+
 def _emit(
     result: nsync.Analysis,
     top: int,
@@ -210,8 +272,7 @@ def _emit(
     if json_path == "-":
         sys.stdout.write(nsync.render_json(result, top=None))
     else:
-        piped = not sys.stdout.isatty() and "COLUMNS" not in os.environ
-        Console(highlight=False, width=120 if piped else None).print(nsync.summary(result, top))
+        Console(highlight=False, width=_width()).print(nsync.summary(result, top))
     for path in written:
         err.print(f"nsync: wrote {path}", markup=False)
 

@@ -42,6 +42,6 @@ EXIT_CODES: dict[int, str] = {
     1: "unusable input: not SQLite, not an nsys export, truncated or unreadable",
     2: "usage error: bad option or argument, missing file",
     3: "nsync diff --fail-on-regression: the candidate regressed",
-    4: "nsys could not be found or failed",
+    4: "nsys could not be found or failed (also: a `.nsys-rep` it could not export)",
     130: "interrupted",
 }

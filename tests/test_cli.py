@@ -116,10 +116,10 @@ def test_corrupt_xz(tmp_path):
     assert_one_line_error(run("analyze", bad), 1, "not a valid .xz file")
 
 
-def test_nsys_report_instead_of_export(tmp_path):
+def test_damaged_nsys_report_is_an_nsys_error(tmp_path):
     rep = tmp_path / "run.nsys-rep"
     rep.write_bytes(b"\x00" * 200)
-    assert_one_line_error(run("analyze", rep), 1, "nsys export --type sqlite")
+    assert_one_line_error(run("analyze", rep), 4, "nsys export failed")
 
 
 def test_missing_file_is_a_usage_error_and_creates_nothing(tmp_path):

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import signal
 import subprocess
-from collections.abc import Callable, Sequence
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from nsync.errors import NsysError
-from nsync.nsys.locate import Nsys
+from nsync.errors import NsysError, UsageError
+from nsync.nsys.locate import Nsys, find_nsys
 
 Say = Callable[[str], None]
 
@@ -146,9 +148,23 @@ def _report(nsys: Nsys, options: CaptureOptions, say: Say) -> Path | None:
     return rep
 
 
-def export_sqlite(nsys: Nsys, report: Path, say: Say) -> Path:
+@contextmanager
+def exported(report: Path, say: Say) -> Iterator[Path]:
+    """A report the user gave as .nsys-rep, exported to a temporary SQLite (the report is left as it is)."""
+    if not report.is_file():
+        raise UsageError(f"{report}: no such file")
+    try:
+        nsys = find_nsys()
+    except NsysError as err:
+        raise NsysError(f"{report} is an nsys report and exporting it needs nsys: {err}") from err
+    with tempfile.TemporaryDirectory(prefix="nsync-") as tmp:
+        say(f"exporting {report.name} with nsys {nsys.version_str}")
+        yield export_sqlite(nsys, report, say, target=Path(tmp) / (report.stem + ".sqlite"))
+
+
+def export_sqlite(nsys: Nsys, report: Path, say: Say, target: Path | None = None) -> Path:
     """``nsys export`` to SQLite, with the Python frames (``--include-blobs``) where this nsys can."""
-    target = report.with_suffix(".sqlite")
+    target = target or report.with_suffix(".sqlite")
     argv = [str(nsys.path), "export", "--type", "sqlite", "--force-overwrite=true", "-o", str(target)]
     if "include-blobs" in nsys.export_flags:
         argv.append("--include-blobs=true")

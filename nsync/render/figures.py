@@ -7,6 +7,7 @@ hover text and labels); plotly itself JSON-escapes ``<``, ``>`` and ``/`` when i
 from __future__ import annotations
 
 import html
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -32,8 +33,42 @@ def _thread_label(tid: int, names: dict[int, str]) -> str:
     return f"host {html.escape(name)} ({tid & 0xFFFFFF})" if name else f"host thread {tid & 0xFFFFFF}"
 
 
-def timeline_figure(analysis: Analysis) -> go.Figure | None:
+def median_step_window(analysis: Analysis) -> tuple[int, int] | None:
+    """The analysed step whose length is closest to the median (it is always inside the excerpt)."""
+    steps = analysis.steps.analysed
+    if steps.empty:
+        return None
+    durations = (steps["end"] - steps["start"]).to_numpy()
+    k = int(np.argmin(np.abs(durations - np.median(durations))))
+    return int(steps["start"].iloc[k]), int(steps["end"].iloc[k])
+
+
+def _clip(excerpt: TimelineExcerpt, window: tuple[int, int]) -> TimelineExcerpt:
+    a, b = window
+
+    def inside(frame: pd.DataFrame, start: str = "start", end: str = "end") -> pd.DataFrame:
+        return frame.loc[(frame[end] > a) & (frame[start] < b)]
+
+    lead = excerpt.lead.loc[(excerpt.lead["t"] >= a) & (excerpt.lead["t"] <= b)]
+    return replace(
+        excerpt,
+        start_ns=a,
+        end_ns=b,
+        ops=inside(excerpt.ops),
+        calls=inside(excerpt.calls),
+        syncs=inside(excerpt.syncs, end="rebuild_ns"),
+        lead=lead,
+    )
+
+
+def timeline_figure(
+    analysis: Analysis, window: tuple[int, int] | None = None, x_max_ms: float | None = None
+) -> go.Figure | None:
+    """Lanes of GPU streams and host threads, syncs, exposed idle and the lead; ``window`` clips it
+    (time then counts from the window's start, up to ``x_max_ms`` so that two runs share a scale)."""
     excerpt = analysis.timeline
+    if excerpt is not None and window is not None:
+        excerpt = _clip(excerpt, window)
     if excerpt is None or (excerpt.ops.empty and excerpt.calls.empty):
         return None
     t0 = excerpt.start_ns
@@ -57,6 +92,8 @@ def timeline_figure(analysis: Analysis) -> go.Figure | None:
     fig.update_yaxes(categoryorder="array", categoryarray=list(reversed(lanes)), row=1, col=1)
     fig.update_yaxes(title_text="host lead (ms)", rangemode="tozero", row=2, col=1)
     fig.update_xaxes(title_text=f"ms from {t0 / MS:.3f} ms into the trace", row=2, col=1)
+    if x_max_ms is not None:
+        fig.update_xaxes(range=[0, x_max_ms])
     fig.update_layout(
         barmode="overlay",
         height=260 + 34 * len(lanes),

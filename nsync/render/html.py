@@ -12,11 +12,12 @@ import plotly.io as pio
 import plotly.offline
 
 from nsync import __version__
-from nsync.render.figures import steps_figure, timeline_figure
+from nsync.render.figures import median_step_window, steps_figure, timeline_figure
 from nsync.render.json import analysis_to_dict
 
 if TYPE_CHECKING:
     from nsync.analysis import Analysis
+    from nsync.diff import Diff
 
 SOURCE_RADIUS = 2
 MAX_SOURCE_BYTES = 5_000_000
@@ -102,5 +103,33 @@ def render_html(analysis: Analysis, top: int = 50, source_dirs: list[Path] | Non
             callsite_total=len(analysis.callsites),
             generated=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             version=__version__,
+        )
+    )
+
+
+def render_diff_html(result: Diff) -> str:
+    """Headline deltas, the call-site delta table, and one representative step of each run, one above the
+    other on the same time scale."""
+    from nsync.render.diff import diff_to_dict, headline
+
+    windows = [median_step_window(a) for a in (result.baseline, result.candidate)]
+    lengths = [(w[1] - w[0]) / 1e6 for w in windows if w is not None]
+    x_max = max(lengths) if lengths else None
+    figures = [
+        _figure_html(timeline_figure(a, w, x_max) if w else None, f"timeline-{side}")
+        for a, w, side in zip((result.baseline, result.candidate), windows, ("baseline", "candidate"))
+    ]
+    return (
+        environment()
+        .get_template("diff.html.j2")
+        .render(
+            data=diff_to_dict(result),
+            headline=headline(result),
+            plotly_js=plotly.offline.get_plotlyjs(),
+            baseline_timeline=figures[0],
+            candidate_timeline=figures[1],
+            version=__version__,
+            generated=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            names=[Path(result.baseline.trace_path).name, Path(result.candidate.trace_path).name],
         )
     )

@@ -12,12 +12,12 @@ if TYPE_CHECKING:
     from nsync.analysis import Analysis
 
 
-def _cell(value: object) -> str:
+def cell(value: object) -> str:
     """Trace text made inert in a table cell: no HTML, no column breaks, no code-span escapes."""
     return html.escape(str(value)).replace("|", "\\|").replace("`", "'").replace("\n", " ")
 
 
-def _code(value: object) -> str:
+def code_span(value: object) -> str:
     """A code span: inert already (no HTML inside), but a backtick would end it and a pipe the cell."""
     return "`" + str(value).replace("`", "'").replace("|", "\\|").replace("\n", " ") + "`"
 
@@ -29,8 +29,8 @@ def _ms(value: float | None) -> str:
 def render_markdown(analysis: Analysis, top: int = 10) -> str:
     data: dict[str, Any] = analysis_to_dict(analysis, top)
     steps, totals = data["steps"], data["totals"]
-    lines = [f"### nsync: {_cell(Path(analysis.trace_path).name)}", ""]
-    facts = [f"{_cell(', '.join(data['trace']['gpus']) or 'no GPU')}", f"nsys {_cell(data['trace']['nsys_version'])}"]
+    lines = [f"### nsync: {cell(Path(analysis.trace_path).name)}", ""]
+    facts = [f"{cell(', '.join(data['trace']['gpus']) or 'no GPU')}", f"nsys {cell(data['trace']['nsys_version'])}"]
     if steps["count"]:
         facts.append(f"{steps['count']} steps, median {_ms(steps['median_ms'])} ms")
         per = steps["count"]
@@ -55,13 +55,13 @@ def render_markdown(analysis: Analysis, top: int = 10) -> str:
             per_step = "-" if site["syncs_per_step"] is None else f"{site['syncs_per_step']:.2f}"
             where = f"{Path(site['file']).name}:{site['line']}"
             lines.append(
-                f"| {rank} | `{_cell(where)}` | {_cell(site['function'])} | {per_step} | {_ms(exposed)} | "
-                f"{_ms(wait)} | {_cell(site['short_hint'])} |"
+                f"| {rank} | `{cell(where)}` | {cell(site['function'])} | {per_step} | {_ms(exposed)} | "
+                f"{_ms(wait)} | {cell(site['short_hint'])} |"
             )
         more = len(analysis.callsites) - len(data["callsites"])
         if more > 0:
             lines += ["", f"{more} more call sites in the full report."]
     else:
         lines.append("No sync call sites in the analysed window.")
-    lines += [f"> {_cell(w)}" for w in data["warnings"]]
+    lines += [f"> {cell(w)}" for w in data["warnings"]]
     return "\n".join(lines).rstrip() + "\n"

@@ -1,0 +1,215 @@
+"""Compare two analyses: step time against its noise, GPU idle, and call sites added, removed, grown, shrunk.
+
+Runs are aligned by step (per-step figures); without steps on both sides nothing per step can be compared
+and the verdict is ``inconclusive``, with the reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from nsync.analysis import Analysis
+
+SCHEMA = "nsync.diff/1"
+NOISE_FLOOR_PCT = 2.0  # step-time changes below this never count, however quiet the runs
+SITE_FLOOR_NS = 5_000  # per step: call-site changes below 5 µs are "unchanged"
+SITE_RELATIVE = 0.10  # ... and so are changes under 10 % of the larger side
+MIN_KERNEL_OVERLAP = 0.5  # share of kernel time in common kernels under which runs are different programs
+MAX_STEP_RATIO = 2.0
+
+
+@dataclass(frozen=True)
+class Diff:
+    baseline: Analysis
+    candidate: Analysis
+    step_ms: dict[str, float | str | None]
+    gpu_idle_ms_per_step: dict[str, float | None]
+    exposed_idle_ms_per_step: dict[str, float | None]
+    verdict: str  # regression | improvement | no-change | inconclusive
+    reasons: list[str]
+    callsites: pd.DataFrame
+
+    def regressed_beyond(self, pct: float) -> bool:
+        """The CI gate: a regression verdict with the step time worse by more than ``pct`` percent."""
+        delta = self.step_ms["delta_pct"]
+        return self.verdict == "regression" and delta is not None and float(delta) > pct
+
+
+def step_times_ns(analysis: Analysis) -> tuple[np.ndarray, str]:
+    """Per-step times on the GPU when known (the throughput), else the NVTX ranges' host times."""
+    stats = analysis.step_stats
+    if stats.empty:
+        return np.zeros(0), "none"
+    gpu = stats["gpu_duration_ns"].to_numpy(dtype=float)
+    if np.isfinite(gpu).sum() >= max(1, len(gpu) // 2):
+        return gpu[np.isfinite(gpu)], "gpu"
+    return stats["duration_ns"].to_numpy(dtype=float), "nvtx"
+
+
+def noise_pct(times: np.ndarray) -> float:
+    """Half the interquartile range, relative to the median: how much a typical step strays."""
+    if len(times) < 2:
+        return 0.0
+    q1, median, q3 = np.percentile(times, [25, 50, 75])
+    return float(100 * (q3 - q1) / 2 / median) if median > 0 else 0.0
+
+
+def kernel_overlap(a: dict[str, int], b: dict[str, int]) -> float | None:
+    """The smaller of the two runs' shares of kernel time spent in kernels both runs have."""
+    if not a or not b:
+        return None
+    common = a.keys() & b.keys()
+    return min(sum(a[k] for k in common) / max(sum(a.values()), 1), sum(b[k] for k in common) / max(sum(b.values()), 1))
+
+
+def comparability(baseline: Analysis, candidate: Analysis) -> list[str]:
+    """Why the two runs cannot be compared (empty when they can)."""
+    reasons = []
+    for side, a in (("baseline", baseline), ("candidate", candidate)):
+        if a.status != "ok":
+            reasons.append(f"the {side} has no GPU work to compare ({a.status})")
+        elif a.steps.count == 0:
+            reasons.append(f"the {side} has no steps (no NVTX step ranges and none detected)")
+    if baseline.gpus and candidate.gpus and baseline.gpus != candidate.gpus:
+        reasons.append(f"different GPUs: {', '.join(baseline.gpus)} vs {', '.join(candidate.gpus)}")
+    if baseline.program and candidate.program and baseline.program != candidate.program:
+        reasons.append(f"different programs: '{baseline.program}' vs '{candidate.program}'")
+    overlap = kernel_overlap(baseline.kernel_time_ns, candidate.kernel_time_ns)
+    if overlap is not None and overlap < MIN_KERNEL_OVERLAP:
+        reasons.append(f"the runs share too little GPU work to be the same program ({100 * overlap:.0f}% in common)")
+    counts = sorted((baseline.steps.count, candidate.steps.count))
+    if counts[0] > 0 and counts[1] / counts[0] > MAX_STEP_RATIO:
+        reasons.append(f"step counts differ too much ({baseline.steps.count} vs {candidate.steps.count})")
+    return reasons
+
+
+def diff(baseline: Analysis, candidate: Analysis, noise_floor_pct: float = NOISE_FLOOR_PCT) -> Diff:
+    reasons = comparability(baseline, candidate)
+    base_times, base_basis = step_times_ns(baseline)
+    cand_times, cand_basis = step_times_ns(candidate)
+    basis = base_basis if base_basis == cand_basis else "nvtx"
+    if basis == "nvtx" and base_basis != cand_basis:
+        base_times = baseline.step_stats["duration_ns"].to_numpy(dtype=float)
+        cand_times = candidate.step_stats["duration_ns"].to_numpy(dtype=float)
+    step = {"baseline": None, "candidate": None, "delta": None, "delta_pct": None, "noise_pct": None, "basis": basis}
+    verdict = "inconclusive"
+    if len(base_times) and len(cand_times):
+        b, c = float(np.median(base_times)) / 1e6, float(np.median(cand_times)) / 1e6
+        noise = max(noise_floor_pct, noise_pct(base_times), noise_pct(cand_times))
+        delta_pct = 100 * (c - b) / b if b > 0 else None
+        step.update(
+            baseline=round(b, 6),
+            candidate=round(c, 6),
+            delta=round(c - b, 6),
+            delta_pct=None if delta_pct is None else round(delta_pct, 3),
+            noise_pct=round(noise, 3),
+        )
+        if not reasons and delta_pct is not None:
+            verdict = "regression" if delta_pct > noise else "improvement" if delta_pct < -noise else "no-change"
+    return Diff(
+        baseline=baseline,
+        candidate=candidate,
+        step_ms=step,
+        gpu_idle_ms_per_step=_per_step_pair(baseline, candidate, "gpu_idle_ns"),
+        exposed_idle_ms_per_step=_per_step_pair(baseline, candidate, "exposed_idle_ns"),
+        verdict=verdict,
+        reasons=reasons,
+        callsites=compare_callsites(baseline, candidate),
+    )
+
+
+def _per_step_pair(baseline: Analysis, candidate: Analysis, key: str) -> dict[str, float | None]:
+    values = [a.totals[key] / a.steps.count / 1e6 if a.steps.count else None for a in (baseline, candidate)]
+    delta = None if None in values else values[1] - values[0]  # type: ignore[operator]
+    return {"baseline": values[0], "candidate": values[1], "delta": delta}
+
+
+def _sites(analysis: Analysis) -> pd.DataFrame:
+    sites = analysis.callsites
+    if sites.empty:
+        return pd.DataFrame({"name": [], "line": [], "function": [], "file": [], "per_step_ns": []})
+    per = analysis.steps.count or np.nan
+    return pd.DataFrame(
+        {
+            "name": [Path(str(f)).name for f in sites["file"]],
+            "line": sites["line"].astype(int),
+            "function": sites["function"].astype(str),
+            "file": sites["file"].astype(str),
+            "per_step_ns": sites["exposed_idle_ns"].astype(float) / per,
+        }
+    )
+
+
+def compare_callsites(baseline: Analysis, candidate: Analysis) -> pd.DataFrame:
+    """Call sites of both runs matched by file name, line and function (then by file name and function
+    alone, when that pairs exactly one site on each side: the line moved), with their change per step."""
+    base, cand = _sites(baseline), _sites(candidate)
+    exact = ["name", "line", "function"]
+    merged = base.merge(cand, on=exact, how="outer", suffixes=("_b", "_c"), indicator=True)
+    only_b = merged.loc[merged["_merge"] == "left_only"]
+    only_c = merged.loc[merged["_merge"] == "right_only"]
+    loose = ["name", "function"]
+    unique_b = only_b.drop_duplicates(loose, keep=False)
+    unique_c = only_c.drop_duplicates(loose, keep=False)
+    moved = unique_b.merge(unique_c, on=loose, suffixes=("_l", "_r"))
+    rows = merged.loc[merged["_merge"] == "both"].assign(line_b=lambda d: d["line"], line_c=lambda d: d["line"])
+    rows = rows[["name", "function", "file_b", "line_b", "line_c", "per_step_ns_b", "per_step_ns_c"]]
+    moved_rows = pd.DataFrame(
+        {
+            "name": moved["name"],
+            "function": moved["function"],
+            "file_b": moved["file_b_l"],
+            "line_b": moved["line_l"],
+            "line_c": moved["line_r"],
+            "per_step_ns_b": moved["per_step_ns_b_l"],
+            "per_step_ns_c": moved["per_step_ns_c_r"],
+        }
+    )
+    paired = set(zip(moved["name"], moved["function"]))
+    rest_b = only_b.loc[[(n, f) not in paired for n, f in zip(only_b["name"], only_b["function"])]]
+    rest_c = only_c.loc[[(n, f) not in paired for n, f in zip(only_c["name"], only_c["function"])]]
+    removed = pd.DataFrame(
+        {
+            "name": rest_b["name"],
+            "function": rest_b["function"],
+            "file_b": rest_b["file_b"],
+            "line_b": rest_b["line"],
+            "line_c": np.nan,
+            "per_step_ns_b": rest_b["per_step_ns_b"],
+            "per_step_ns_c": 0.0,
+        }
+    )
+    added = pd.DataFrame(
+        {
+            "name": rest_c["name"],
+            "function": rest_c["function"],
+            "file_b": rest_c["file_c"],
+            "line_b": np.nan,
+            "line_c": rest_c["line"],
+            "per_step_ns_b": 0.0,
+            "per_step_ns_c": rest_c["per_step_ns_c"],
+        }
+    )
+    table = (
+        pd.concat([df for df in (rows, moved_rows, removed, added) if len(df)], ignore_index=True)
+        if (len(rows) + len(moved_rows) + len(removed) + len(added))
+        else pd.DataFrame(columns=rows.columns)
+    )
+    b = table["per_step_ns_b"].astype(float).fillna(0.0)
+    c = table["per_step_ns_c"].astype(float).fillna(0.0)
+    delta = c - b
+    small = delta.abs() <= np.maximum(SITE_FLOOR_NS, SITE_RELATIVE * np.maximum(b, c))
+    status = np.select(
+        [table["line_b"].isna(), table["line_c"].isna(), small, delta > 0],
+        ["added", "removed", "unchanged", "grown"],
+        default="shrunk",
+    )
+    table = table.assign(status=status, delta_ns=delta, per_step_ns_b=b, per_step_ns_c=c).rename(
+        columns={"file_b": "file"}
+    )
+    order = np.argsort(-table["delta_ns"].abs().to_numpy(), kind="stable")
+    return table.iloc[order].reset_index(drop=True)

@@ -1,0 +1,150 @@
+"""Renderers of a :class:`nsync.diff.Diff`: JSON (``nsync.diff/1``), Markdown and the terminal summary."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from nsync.render.markdown import cell, code_span
+
+if TYPE_CHECKING:
+    from nsync.diff import Diff
+
+VERDICT_STYLE = {"regression": "bold red", "improvement": "bold green", "no-change": "bold", "inconclusive": "yellow"}
+
+
+def _ms(value_ns: float | None) -> float | None:
+    if value_ns is None or (isinstance(value_ns, float) and math.isnan(value_ns)):
+        return None
+    return round(float(value_ns) / 1e6, 6)
+
+
+def _side(analysis: Any) -> dict[str, Any]:
+    return {
+        "path": analysis.trace_path,
+        "nsys_version": analysis.nsys_version,
+        "program": analysis.program,
+        "gpus": analysis.gpus,
+        "steps": analysis.steps.count,
+        "step_source": analysis.steps.source,
+    }
+
+
+def diff_to_dict(result: Diff) -> dict[str, Any]:
+    from nsync.diff import SCHEMA
+
+    sites = [
+        {
+            "file": row["file"],
+            "line": None if math.isnan(row["line_c"]) else int(row["line_c"]),
+            "baseline_line": None if math.isnan(row["line_b"]) else int(row["line_b"]),
+            "function": row["function"],
+            "status": row["status"],
+            "baseline_exposed_idle_ms_per_step": _ms(row["per_step_ns_b"]),
+            "candidate_exposed_idle_ms_per_step": _ms(row["per_step_ns_c"]),
+            "delta_ms_per_step": _ms(row["delta_ns"]),
+        }
+        for row in result.callsites.astype({"line_b": float, "line_c": float}).to_dict("records")
+    ]
+    for site in sites:  # a removed site keeps its baseline line as its line
+        site["line"] = site["line"] if site["line"] is not None else site["baseline_line"]
+    return {
+        "schema": SCHEMA,
+        "verdict": result.verdict,
+        "reasons": result.reasons,
+        "baseline": _side(result.baseline),
+        "candidate": _side(result.candidate),
+        "step_ms": result.step_ms,
+        "gpu_idle_ms_per_step": result.gpu_idle_ms_per_step,
+        "exposed_idle_ms_per_step": result.exposed_idle_ms_per_step,
+        "callsites": sites,
+    }
+
+
+def render_diff_json(result: Diff) -> str:
+    return json.dumps(diff_to_dict(result), indent=2, allow_nan=False) + "\n"
+
+
+def _num(value: float | None, digits: int = 3, sign: bool = False) -> str:
+    if value is None:
+        return "-"
+    return f"{value:+.{digits}f}" if sign else f"{value:.{digits}f}"
+
+
+def headline(result: Diff) -> str:
+    step = result.step_ms
+    text = f"verdict: {result.verdict}"
+    if step["baseline"] is not None:
+        text += (
+            f"; step {_num(step['baseline'])} → {_num(step['candidate'])} ms "  # type: ignore[arg-type]
+            f"({_num(step['delta_pct'], 1, sign=True)} %, noise {_num(step['noise_pct'], 1)} %, "  # type: ignore[arg-type]
+            f"{step['basis']} step time)"
+        )
+    return text
+
+
+def render_diff_markdown(result: Diff, top: int = 10) -> str:
+    data = diff_to_dict(result)
+    lines = [
+        f"### nsync diff: {cell(Path(result.baseline.trace_path).name)} → "
+        f"{cell(Path(result.candidate.trace_path).name)}",
+        "",
+        f"**{cell(headline(result))}**",
+        "",
+    ]
+    lines += [f"> {cell(reason)}" for reason in result.reasons]
+    exposed = data["exposed_idle_ms_per_step"]
+    if exposed["baseline"] is not None:
+        lines += [f"Exposed idle after syncs: {_num(exposed['baseline'])} → {_num(exposed['candidate'])} ms/step", ""]
+    sites = [s for s in data["callsites"] if s["status"] != "unchanged"][:top]
+    if sites:
+        lines += [
+            "| call site | function | status | baseline ms/step | candidate ms/step | delta |",
+            "|---|---|---|---:|---:|---:|",
+        ]
+        lines += [
+            f"| {code_span(Path(s['file']).name + ':' + str(s['line']))} | {cell(s['function'])} | {s['status']} | "
+            f"{_num(s['baseline_exposed_idle_ms_per_step'])} | {_num(s['candidate_exposed_idle_ms_per_step'])} | "
+            f"{_num(s['delta_ms_per_step'], sign=True)} |"
+            for s in sites
+        ]
+    else:
+        lines.append("No call site changed beyond the noise.")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def diff_summary(result: Diff, top: int = 10) -> Group:
+    data = diff_to_dict(result)
+    parts: list[Text | Table] = [
+        Text(f"nsync diff {result.baseline.trace_path} → {result.candidate.trace_path}"),
+        Text(headline(result), style=VERDICT_STYLE.get(result.verdict, "")),
+    ]
+    parts += [Text(f"inconclusive because {reason}", style="yellow") for reason in result.reasons]
+    table = Table(header_style="bold")
+    for name, justify in (
+        ("call site", "left"),
+        ("function", "left"),
+        ("status", "left"),
+        ("baseline ms/step", "right"),
+        ("candidate ms/step", "right"),
+        ("delta", "right"),
+    ):
+        table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
+    for site in data["callsites"][:top]:
+        table.add_row(
+            Text(f"{Path(site['file']).name}:{site['line']}"),
+            Text(str(site["function"])),
+            site["status"],
+            _num(site["baseline_exposed_idle_ms_per_step"]),
+            _num(site["candidate_exposed_idle_ms_per_step"]),
+            _num(site["delta_ms_per_step"], sign=True),
+        )
+    if data["callsites"]:
+        parts.append(table)
+    return Group(*parts)
