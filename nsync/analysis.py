@@ -70,14 +70,16 @@ def analyze(
     steps = find_steps(trace, ops, config)
     busy = device_busy(trace, ops)
     say("attributing GPU idle")
-    syncs = attribute_syncs(trace, ops, syncs, steps, busy, config)
+    window = _window(steps, ops)
+    syncs = attribute_syncs(ops, syncs, steps, busy, config, window[1])
     syncs, stacks = assign_stacks(trace, syncs)
     syncs = label_callsites(syncs, stacks)
-    window = _window(steps, ops)
-    inside = (syncs["start"] >= window[0]) & (syncs["start"] < window[1])
+    # per-step figures cover only what happens inside the analysed steps
+    inside = syncs["step"] >= 0 if steps.count else syncs["start"].between(window[0], window[1], inclusive="left")
     in_window = syncs.loc[inside].reset_index(drop=True)
     callsites = rank_callsites(in_window, stacks, steps.count)
-    totals = _totals(in_window, busy, window)
+    step_stats = _step_stats(steps, in_window, busy, ops)
+    totals = _totals(in_window, busy, window, step_stats)
     totals["syncs_outside_window"] = int((~inside).sum())
     return Analysis(
         trace_path=str(trace.path),
@@ -86,7 +88,7 @@ def analyze(
         gpus=_gpu_names(trace, ops),
         config=config,
         steps=steps,
-        step_stats=_step_stats(steps, in_window, busy, ops),
+        step_stats=step_stats,
         window_ns=window,
         syncs=in_window,
         callsites=callsites,
@@ -141,13 +143,24 @@ def _window(steps: Steps, ops: pd.DataFrame) -> tuple[int, int]:
     return int(min(ops["start"].min(), ops["launch_start"].min())), int(ops["end"].max())
 
 
-def _totals(syncs: pd.DataFrame, busy: dict[tuple[int, int], BusyUnion], window: tuple[int, int]) -> dict[str, int]:
-    w0, w1 = np.array([window[0]]), np.array([window[1]])
-    gpu_idle = sum(int(u.idle_between(w0, w1)[0]) for u in busy.values())
+def _totals(
+    syncs: pd.DataFrame,
+    busy: dict[tuple[int, int], BusyUnion],
+    window: tuple[int, int],
+    step_stats: pd.DataFrame | None = None,
+) -> dict[str, int]:
+    """Sums over the analysed steps (or over the window when there are none)."""
+    if step_stats is not None and len(step_stats):
+        span = int(step_stats["duration_ns"].sum())
+        gpu_idle = int(step_stats["gpu_idle_ns"].sum())
+    else:
+        w0, w1 = np.array([window[0]]), np.array([window[1]])
+        span = window[1] - window[0]
+        gpu_idle = sum(int(u.idle_between(w0, w1)[0]) for u in busy.values())
     return {
-        "span_ns": window[1] - window[0],
+        "span_ns": span,
         "gpu_idle_ns": gpu_idle,
-        "gpu_busy_ns": len(busy) * (window[1] - window[0]) - gpu_idle,
+        "gpu_busy_ns": len(busy) * span - gpu_idle,
         "exposed_idle_ns": int(syncs["exposed_idle_ns"].sum()) if len(syncs) else 0,
         "host_wait_ns": int(syncs["wait_ns"].sum()) if len(syncs) else 0,
         "sync_count": len(syncs),

@@ -11,7 +11,8 @@ One sync S on host thread T, interval [s0, s1] (design.md, "The model")::
 - drain D: end of the last op S waited for (its stream, or the device, launched by the cutoff);
 - rebuild R: first launch after s1 that puts T's lead back above its threshold, T's next sync, or the
   end of the step after the sync's own, whichever comes first. (design.md stops at the sync's own step
-  end; a sync at the end of a step starves the start of the next one, so R may run one step on.)
+  end; a sync at the end of a step starves the start of the next one, so R may run on into the next step
+  when that step follows straight on.)
 
 The window starts at s0 rather than at D when the GPU ran dry before the call: that idle came from
 the host being slow already, not from S. Consecutive syncs on one thread never share idle, because
@@ -106,14 +107,17 @@ def drain_points(syncs: pd.DataFrame, ops: pd.DataFrame) -> np.ndarray:
 
 
 def attribute_syncs(
-    trace: Trace,
     ops: pd.DataFrame,
     syncs: pd.DataFrame,
     steps: Steps,
     busy: dict[tuple[int, int], BusyUnion],
     config: AnalysisConfig,
+    window_end_ns: int,
 ) -> pd.DataFrame:
-    """Add wait_ns, lead_before_ns, drain_ns, rebuild_ns, exposed_idle_ns and step to each sync."""
+    """Add wait_ns, lead_before_ns, drain_ns, rebuild_ns, exposed_idle_ns and step to each sync.
+
+    No rebuild point lies beyond ``window_end_ns``, the end of the analysed steps (or of the GPU work).
+    """
     syncs = syncs.sort_values(["global_tid", "start"]).reset_index(drop=True)
     s0, s1 = syncs["start"].to_numpy(np.int64), syncs["end"].to_numpy(np.int64)
     syncs["wait_ns"] = s1 - s0
@@ -133,8 +137,7 @@ def attribute_syncs(
         rebuilt[rows] = curve.rebuilt_after(s1[rows])
     drain = syncs["drain_ns"].to_numpy()
     start = np.where(drain >= 0, np.maximum(s0, np.minimum(drain, s1)), s0)
-    last_gpu_end = int(ops["end"].max()) if len(ops) else int(s1.max(initial=0))
-    rebuild = np.maximum(np.minimum(np.minimum(rebuilt, bound), max(last_gpu_end, 0)), start)
+    rebuild = np.maximum(np.minimum(np.minimum(rebuilt, bound), window_end_ns), start)
     rebuild = np.maximum(rebuild, s1)
     syncs["lead_before_ns"] = lead_before
     syncs["rebuild_ns"] = rebuild
@@ -149,14 +152,18 @@ def attribute_syncs(
 
 
 def _step_end_after(table: pd.DataFrame, t: np.ndarray) -> np.ndarray:
-    """The end of the step after the one containing each t (its own end if last; NO_TIME outside steps)."""
+    """The end of the step after the one containing each t, when that step follows straight on (else the
+    own step's end; NO_TIME outside steps). Steps "follow straight on" when the gap between them is under
+    a tenth of the median step: a pause between phases is not the next step's start."""
     if table.empty:
         return np.full(len(t), NO_TIME, np.int64)
     starts, ends = table["start"].to_numpy(np.int64), table["end"].to_numpy(np.int64)
     k = np.searchsorted(starts, t, side="right") - 1
     kc = np.clip(k, 0, None)
-    following = ends[np.clip(kc + 1, 0, len(ends) - 1)]
-    return np.where((k >= 0) & (t < ends[kc]), following, NO_TIME)
+    nxt = np.clip(kc + 1, 0, len(ends) - 1)
+    contiguous = (nxt > kc) & (starts[nxt] - ends[kc] <= 0.1 * np.median(ends - starts))
+    bound = np.where(contiguous, ends[nxt], ends[kc])
+    return np.where((k >= 0) & (t < ends[kc]), bound, NO_TIME)
 
 
 def step_of(steps: Steps, t: np.ndarray) -> np.ndarray:

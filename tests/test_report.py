@@ -100,14 +100,14 @@ def test_markdown_summary_is_a_compact_pr_table(tmp_path):
         b.kernel(1, t0 + 700, t0 + 700, t0 + 900, name="tail")
     path = b.write(tmp_path / "run.sqlite")
     text = render_markdown(analyze(path, AnalysisConfig()))
-    # per step: GPU idle [0,10] + [600,700] + [900,999] = 209 µs, plus the 1 µs between steps (3 of them in the
-    # window): 839 / 4 = 0.20975; each sync drains at 600 and the lead is rebuilt at the next matmul's launch
-    # end (+1004): 100 + 104 = 204 µs, the last only 100 (nothing follows): 712 / 4 = 0.178
+    # per step: GPU idle [0,10] + [600,700] + [900,999] = 209 µs; each sync drains at 600 and the lead is
+    # rebuilt at the next matmul's launch end (+1004): 100 + 104 = 204 µs; the last sync's window ends with
+    # the last step (+999): 100 + 99 = 199 µs. (204 * 3 + 199) / 4 = 202.75
     assert text == (
         "### nsync: run.sqlite\n\n"
-        "Synthetic GPU · nsys 2025.3.2.0 · 4 steps, median 0.999 ms · GPU idle 0.210 ms/step, "
-        "**0.178 ms/step exposed after syncs**\n\n"
+        "Synthetic GPU · nsys 2025.3.2.0 · 4 steps, median 0.999 ms · GPU idle 0.209 ms/step, "
+        "**0.203 ms/step exposed after syncs**\n\n"
         "| # | call site | function | syncs/step | exposed idle ms/step | host wait ms/step | fix |\n"
         "|---:|---|---|---:|---:|---:|---|\n"
-        "| 1 | `train.py:42` | train_step | 1.00 | 0.178 | 0.512 | move the wait out of the step |\n"
+        "| 1 | `train.py:42` | train_step | 1.00 | 0.203 | 0.512 | move the wait out of the step |\n"
     )

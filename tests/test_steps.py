@@ -33,8 +33,8 @@ def test_nvtx_steps_skip_the_first_as_warm_up_and_give_per_step_figures(build):
     assert site["syncs_per_step"] == 1.0
     # The lead is rebuilt only when the next step's matmul launch returns (t0 + 1004): the tail kernel's
     # 196 µs lead stays under half the median lead (401 µs). So each sync costs [610, 700] + [900, 1004];
-    # the last one only [610, 700], since nothing runs after the last GPU op.
-    per_sync = [ns(90 + 104)] * 4 + [ns(90)]
+    # the last one [610, 700] + [900, 999]: nothing is launched after it, and the analysed steps end at 999.
+    per_sync = [ns(90 + 104)] * 4 + [ns(90 + 99)]
     assert list(a.syncs["exposed_idle_ns"]) == per_sync
     assert site["exposed_idle_ns_per_step"] == sum(per_sync) / 5
     assert list(a.step_stats["sync_count"]) == [1, 1, 1, 1, 1]

@@ -195,7 +195,7 @@ def _domains(db: ExportDb) -> pd.DataFrame:
     )
     frame = _ints(frame, ["global_tid", "domain_id"])
     frame["global_pid"] = global_pid(frame["global_tid"].to_numpy())
-    return frame[["global_pid", "domain_id", "name"]]
+    return frame[["global_pid", "domain_id", "name"]].drop_duplicates(["global_pid", "domain_id"])
 
 
 def read_python_marks(db: ExportDb, strings: pd.Series, stacks: StackTable) -> tuple[pd.DataFrame, int]:
