@@ -12,7 +12,7 @@ import pandas as pd
 from nsync.attribute import attribute_syncs, device_busy
 from nsync.callsites import assign_stacks, label_callsites, rank_callsites
 from nsync.config import AnalysisConfig
-from nsync.detect import detect_syncs
+from nsync.detect import detect_syncs, is_relevant_api
 from nsync.excerpt import TimelineExcerpt, timeline_excerpt
 from nsync.load import Stack, Trace, load_trace
 from nsync.steps import Steps, find_steps
@@ -59,9 +59,9 @@ def analyze(
         from nsync.nsys import exported
 
         with exported(Path(source), say) as sqlite:
-            trace = replace(load_trace(sqlite, progress=say), path=Path(source))
+            trace = replace(load_trace(sqlite, progress=say, keep_api=is_relevant_api), path=Path(source))
     else:
-        trace = load_trace(source, progress=say)
+        trace = load_trace(source, progress=say, keep_api=is_relevant_api)
     ops = ops_with_launch(trace)
     if not trace.has_cuda or ops.empty:
         return _empty(trace, config, NO_CUDA if not trace.has_cuda else NO_GPU_WORK)
@@ -104,7 +104,7 @@ def analyze(
 
 def _kernel_time(gpu_ops: pd.DataFrame) -> dict[str, int]:
     kernels = gpu_ops.loc[gpu_ops["op"] == "kernel"]
-    totals = (kernels["end"] - kernels["start"]).groupby(kernels["name"].astype(str)).sum()
+    totals = (kernels["end"] - kernels["start"]).groupby(kernels["name"], observed=True).sum()
     return {str(k): int(v) for k, v in totals.items()}
 
 

@@ -156,17 +156,17 @@ def _sampled_stacks(samples: pd.DataFrame, syncs: pd.DataFrame) -> np.ndarray:
 
 
 def label_callsites(syncs: pd.DataFrame, stacks: list[Stack]) -> pd.DataFrame:
-    """Add file, line and function of each sync's call site."""
-    frames = {}
-    for stack_id, source in set(zip(syncs["stack_id"].tolist(), syncs["callsite_source"].tolist())):
-        frames[(stack_id, source)] = callsite_frame(stacks[stack_id], source) if stack_id >= 0 else None
-    keys = list(zip(syncs["stack_id"].tolist(), syncs["callsite_source"].tolist()))
-    picked = [frames[k] for k in keys]
-    return syncs.assign(
-        file=[f.file if f else UNKNOWN_FILE for f in picked],
-        line=[f.line if f else 0 for f in picked],
-        function=[f.function if f else api for f, api in zip(picked, syncs["api"].astype(str))],
-    )
+    """Add file, line and function of each sync's call site (worked out once per distinct stack)."""
+    keys = pd.MultiIndex.from_arrays([syncs["stack_id"], syncs["callsite_source"]])
+    distinct = keys.unique()
+    picked = [callsite_frame(stacks[i], src) if i >= 0 else None for i, src in distinct]
+    position = distinct.get_indexer(keys)
+    files = np.array([f.file if f else UNKNOWN_FILE for f in picked], dtype=object)
+    lines = np.array([f.line if f else 0 for f in picked], dtype=np.int64)
+    functions = np.array([f.function if f else "" for f in picked], dtype=object)[position]
+    no_frame = functions == ""
+    functions[no_frame] = syncs["api"].astype(str).to_numpy()[no_frame]
+    return syncs.assign(file=files[position], line=lines[position], function=functions)
 
 
 def rank_callsites(syncs: pd.DataFrame, stacks: list[Stack], step_count: int) -> pd.DataFrame:

@@ -98,6 +98,24 @@ def detect_syncs(trace: Trace, ops: pd.DataFrame) -> pd.DataFrame:
     return candidates[SYNC_COLUMNS].sort_values(["start", "global_tid"]).reset_index(drop=True)
 
 
+# Calls that launch GPU work or that later stages look at (event records, for event syncs).
+LAUNCH_AND_RECORD_PREFIXES = (
+    "cudaLaunch",
+    "cuLaunch",
+    "cudaGraphLaunch",
+    "cuGraphLaunch",
+    "cudaEventRecord",
+    "cuEventRecord",
+    "cudaMemPrefetch",
+    "cuMemPrefetch",
+)
+
+
+def is_relevant_api(name: str) -> bool:
+    """Whether analysis needs calls of this (normalised) name: launches, copies, syncs, event records."""
+    return _kind_of_name(name) != "" or name.startswith(LAUNCH_AND_RECORD_PREFIXES + MEMSET_PREFIXES)
+
+
 def _kind_of_name(name: str) -> str:
     """Sync kind by API name; 'memcpy'/'memset' are candidates that their GPU row decides."""
     if name in DEVICE_SYNC_APIS:

@@ -15,18 +15,25 @@ def ops_with_launch(trace: Trace) -> pd.DataFrame:
     """GPU ops joined to the API call that launched them (same process and correlationId).
 
     Adds launch_start, launch_end and launch_tid. An op whose call was not traced (nsys skips some
-    APIs) gets its GPU start as launch time: it cannot have been launched later than that.
+    APIs) gets its GPU start as launch time: it cannot have been launched later than that. The join is a
+    sort and a binary search on one int64 key (process code, correlationId): no hash table of millions.
     """
-    calls = trace.api[["global_pid", "correlation_id", "start", "end", "global_tid"]].rename(
-        columns={"start": "launch_start", "end": "launch_end", "global_tid": "launch_tid"}
-    )
-    calls = calls.drop_duplicates(["global_pid", "correlation_id"])
-    ops = trace.gpu_ops.merge(calls, on=["global_pid", "correlation_id"], how="left")
-    missing = ops["launch_start"].isna()
-    ops.loc[missing, "launch_start"] = ops.loc[missing, "start"]
-    ops.loc[missing, "launch_end"] = ops.loc[missing, "start"]
-    ops["launch_tid"] = ops["launch_tid"].fillna(-1)
-    return ops.astype({"launch_start": np.int64, "launch_end": np.int64, "launch_tid": np.int64})
+    calls, ops = trace.api, trace.gpu_ops.copy()
+    codes, _ = pd.factorize(np.concatenate([calls["global_pid"].to_numpy(), ops["global_pid"].to_numpy()]))
+    call_key = (codes[: len(calls)].astype(np.int64) << 40) | calls["correlation_id"].to_numpy(np.int64)
+    op_key = (codes[len(calls) :].astype(np.int64) << 40) | ops["correlation_id"].to_numpy(np.int64)
+    gpu_start = ops["start"].to_numpy(np.int64)
+    if len(calls) == 0:
+        return ops.assign(launch_start=gpu_start, launch_end=gpu_start, launch_tid=np.full(len(ops), -1, np.int64))
+    order = np.argsort(call_key, kind="stable")
+    sorted_keys = call_key[order]
+    pos = np.clip(np.searchsorted(sorted_keys, op_key), 0, len(sorted_keys) - 1)
+    found = sorted_keys[pos] == op_key
+    row = order[pos]
+    ops["launch_start"] = np.where(found, calls["start"].to_numpy(np.int64)[row], gpu_start)
+    ops["launch_end"] = np.where(found, calls["end"].to_numpy(np.int64)[row], gpu_start)
+    ops["launch_tid"] = np.where(found, calls["global_tid"].to_numpy(np.int64)[row], -1)
+    return ops
 
 
 class BusyUnion:

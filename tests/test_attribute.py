@@ -190,3 +190,15 @@ def test_lead_floor_and_fraction_are_configurable(build):
     s = only_sync(build(b, lead_fraction=0.0, lead_floor_ns=10_000))
     assert s["rebuild_ns"] == ns(1219)
     assert s["exposed_idle_ns"] == ns(1219 - 1110)
+
+
+def test_gpu_work_without_traced_calls_counts_as_launched_when_it_started(build):
+    b = TraceBuilder()
+    base(b)
+    b.rows["CUPTI_ACTIVITY_KIND_RUNTIME"] = [
+        r for r in b.rows["CUPTI_ACTIVITY_KIND_RUNTIME"] if r["nameId"] != b.string("cudaLaunchKernel_v7000")
+    ]
+    s = only_sync(build(b))  # the sync is all that is left on the host
+    # only k1 started on the GPU before the sync (at 10); k2 started at 1010, so it is not known to be waited for
+    assert s["drain_ns"] == ns(1010)
+    assert s["lead_before_ns"] == 0  # no launch is known on this thread

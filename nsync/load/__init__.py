@@ -6,6 +6,7 @@ import lzma
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -24,16 +25,19 @@ __all__ = ["CallsiteSource", "Frame", "Stack", "Trace", "load_trace"]
 Progress = Callable[[str], None]
 
 
-def load_trace(path: str | Path, progress: Progress | None = None) -> Trace:
+def load_trace(
+    path: str | Path, progress: Progress | None = None, keep_api: Callable[[str], bool] | None = None
+) -> Trace:
     """Load ``path`` (``.sqlite``, or ``.sqlite.xz``) read-only.
 
+    ``keep_api`` (a test on API names) leaves out calls the caller has no use for, before they are read.
     Raises :class:`nsync.errors.TraceError` when the file cannot be analysed.
     """
     say = progress or (lambda _msg: None)
     with sqlite_file(Path(path), say) as sqlite_path:
         db = open_export(sqlite_path)
         try:
-            trace = _load(db, say)
+            trace = _load(db, say, keep_api)
         finally:
             db.close()
     return replace(trace, path=Path(path))
@@ -58,17 +62,19 @@ def sqlite_file(path: Path, say: Progress) -> Iterator[Path]:
         yield target
 
 
-def _load(db: ExportDb, say: Progress) -> Trace:
+def _load(db: ExportDb, say: Progress, keep_api: Callable[[str], bool] | None) -> Trace:
     meta = db.meta()
     say("reading strings")
     strings = db.strings()
-    say("reading CUDA API calls")
-    api, twins = readers.read_api(db, strings)
-    say("reading GPU activity")
-    gpu_ops = readers.read_gpu_ops(db, strings)
-    say("reading NVTX and Python frames")
-    stacks = StackTable()
-    marks, frameless = readers.read_python_marks(db, strings, stacks)
+    say("reading CUDA calls, GPU activity and Python frames")
+    # the two big tables are read side by side: the native readers let go of the GIL while they work
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        api_job = pool.submit(readers.read_api, db, strings, keep_api)
+        ops_job = pool.submit(readers.read_gpu_ops, db, strings)
+        stacks = StackTable()
+        marks, frameless = readers.read_python_marks(db, strings, stacks)
+        api, twins = api_job.result()
+        gpu_ops = ops_job.result()
     api = _attach_backtraces(api, twins, marks)
     trace = Trace(
         path=db.path,
@@ -83,7 +89,9 @@ def _load(db: ExportDb, say: Progress) -> Trace:
         py_samples=marks.loc[marks["kind"] == "sampling", ["start", "global_tid", "stack_id"]]
         .sort_values(["global_tid", "start"])
         .reset_index(drop=True),
-        callchains=readers.read_callchains(db, strings),
+        callchains=readers.read_callchains(
+            db, strings, np.unique(api.loc[(api["py_stack_id"] < 0) & (api["callchain_id"] >= 0), "callchain_id"])
+        ),
         stacks=stacks.stacks,
         threads=readers.read_threads(db, strings),
         processes=readers.read_processes(db),

@@ -63,6 +63,28 @@ class ExportDb:
         sql = f'SELECT {", ".join(parts)} FROM "{table}"'
         return self.query(sql + (f" WHERE {where}" if where else ""))
 
+    def select_ints(
+        self, table: str, wanted: dict[str, str], where: str = "", params: tuple[object, ...] = ()
+    ) -> pd.DataFrame:
+        """Like :meth:`select` for integer columns, read in native code: NULL and absent columns are -1.
+
+        Millions of rows go through ADBC's SQLite driver into Arrow (about 4x faster than Python's
+        sqlite3 and no Python object per value); without it, through sqlite3.
+        """
+        if not self.has(table):
+            return pd.DataFrame({name: np.zeros(0, np.int64) for name in wanted})
+        present = self.columns[table]
+        parts = [
+            f'COALESCE("{col}", -1) AS "{name}"' if col in present else f'-1 AS "{name}"'
+            for name, col in wanted.items()
+        ]
+        sql = f'SELECT {", ".join(parts)} FROM "{table}"' + (f" WHERE {where}" if where else "")
+        columns = _read_arrow(self.path, sql, params)
+        if columns is None:
+            rows = self.query(sql, params)
+            return rows.astype(np.int64) if len(rows) else pd.DataFrame({n: np.zeros(0, np.int64) for n in wanted})
+        return pd.DataFrame({name: columns[name] for name in wanted})
+
     def meta(self) -> dict[str, str]:
         for table in META_TABLES:
             if self.has(table, "name") and self.has(table, "value"):
@@ -83,6 +105,21 @@ class ExportDb:
 
     def close(self) -> None:
         self.conn.close()
+
+
+def _read_arrow(path: Path, sql: str, params: tuple[object, ...] = ()) -> dict[str, np.ndarray] | None:
+    """Integer columns of ``sql`` via ADBC (read-only), or None when ADBC is unavailable or refuses."""
+    try:
+        import adbc_driver_sqlite.dbapi as adbc
+    except ImportError:
+        return None
+    try:
+        with adbc.connect(path.resolve().as_uri() + "?mode=ro") as conn, conn.cursor() as cursor:
+            cursor.execute(sql, parameters=params or None)
+            table = cursor.fetch_arrow_table()
+    except (adbc.Error, OSError):  # sqlite3 then reads the same query and reports what is wrong properly
+        return None
+    return {name: table.column(name).to_numpy().astype(np.int64, copy=False) for name in table.column_names}
 
 
 def _first_line(err: BaseException) -> str:
@@ -112,7 +149,7 @@ def open_export(path: str | Path) -> ExportDb:
         raise TraceError(f"{path}: not a SQLite file (expected an nsys SQLite export)")
     uri = path.resolve().as_uri() + "?mode=ro"
     try:
-        conn = sqlite3.connect(uri, uri=True)
+        conn = sqlite3.connect(uri, uri=True, check_same_thread=False)  # read-only; readers run in threads
         rows = conn.execute(
             "SELECT m.name, p.name FROM sqlite_master AS m JOIN pragma_table_info(m.name) AS p WHERE m.type = 'table'"
         ).fetchall()

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
@@ -37,7 +39,7 @@ def normalise_api_name(name: str) -> str:
 def names_for(ids: pd.Series | np.ndarray, strings: pd.Series, normalise: bool = False) -> pd.Categorical:
     """Resolve StringIds ids to a Categorical, touching each distinct id once."""
     ids = np.asarray(pd.Series(ids).fillna(-1), dtype=np.int64)
-    uniq, inverse = np.unique(ids, return_inverse=True)
+    inverse, uniq = pd.factorize(ids)  # hashing: no sort of millions of ids
     values = strings.reindex(uniq).to_numpy(dtype=object)
     resolved = [(f"<string {i}>" if not isinstance(v, str) else v) for i, v in zip(uniq, values)]
     if normalise:
@@ -52,28 +54,39 @@ def _ints(frame: pd.DataFrame, columns: list[str], missing: int = -1) -> pd.Data
     return frame
 
 
-def read_api(db: ExportDb, strings: pd.Series) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """CUDA API calls (eventClass 0/1) and their backtrace twins (eventClass 67) separately."""
-    raw = db.select(
+def read_api(
+    db: ExportDb, strings: pd.Series, keep: Callable[[str], bool] | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """CUDA API calls (eventClass 0/1) and their backtrace twins (eventClass 67) separately.
+
+    ``keep`` (a test on the normalised API name) drops calls no stage uses before they are read: on
+    PyTorch traces half the rows are cuKernelGetName and friends.
+    """
+    where, params = "eventClass IN (0, 1)", ()
+    if keep is not None and len(strings):
+        ids = [int(i) for i, name in strings.items() if isinstance(name, str) and keep(normalise_api_name(name))]
+        where += " AND nameId IN (SELECT value FROM json_each(?))"  # ids travel as a bound parameter
+        params = (json.dumps(ids),)
+    api = db.select_ints(
         RUNTIME,
         {
             "start": "start",
             "end": "end",
-            "event_class": "eventClass",
             "global_tid": "globalTid",
             "correlation_id": "correlationId",
             "name_id": "nameId",
-            "callchain_id": "callchainId",
         },
+        where=where,
+        params=params,
     )
-    raw = _ints(raw, ["start", "end", "event_class", "global_tid", "correlation_id", "name_id", "callchain_id"])
-    twins = raw.loc[
-        raw["event_class"] == BACKTRACE_EVENT_CLASS, ["start", "global_tid", "correlation_id", "callchain_id"]
-    ]
-    api = raw.loc[raw["event_class"].isin(API_EVENT_CLASSES)].reset_index(drop=True)
+    twins = db.select_ints(
+        RUNTIME,
+        {"start": "start", "global_tid": "globalTid", "correlation_id": "correlationId", "callchain_id": "callchainId"},
+        where=f"eventClass = {BACKTRACE_EVENT_CLASS}",
+    )
     api["global_pid"] = global_pid(api["global_tid"].to_numpy())
     api["api"] = names_for(api["name_id"], strings, normalise=True)
-    return api.drop(columns=["name_id", "callchain_id"]), twins.reset_index(drop=True)
+    return api.drop(columns=["name_id"]), twins
 
 
 def read_gpu_ops(db: ExportDb, strings: pd.Series) -> pd.DataFrame:
@@ -98,7 +111,7 @@ def read_gpu_ops(db: ExportDb, strings: pd.Series) -> pd.DataFrame:
         ("graph", "CUPTI_ACTIVITY_KIND_GRAPH_TRACE", {}),
     ):
         if db.has(table):
-            frame = db.select(table, {**common, **extra}, where="start > 0")
+            frame = db.select_ints(table, {**common, **extra}, where="start > 0")
             frame["op"] = op
             parts.append(frame)
     columns = [*common, "name_id", "copy_kind", "src_kind", "dst_kind", "bytes", "mem_kind"]
@@ -112,11 +125,8 @@ def read_gpu_ops(db: ExportDb, strings: pd.Series) -> pd.DataFrame:
 
 
 def read_busy_extra(db: ExportDb, strings: pd.Series) -> pd.DataFrame:
-    frame = _ints(
-        db.select(
-            "PROFILER_OVERHEAD", {"start": "start", "end": "end", "global_tid": "globalTid", "name_id": "nameId"}
-        ),
-        ["start", "end", "global_tid", "name_id"],
+    frame = db.select_ints(
+        "PROFILER_OVERHEAD", {"start": "start", "end": "end", "global_tid": "globalTid", "name_id": "nameId"}
     )
     names = np.asarray(names_for(frame["name_id"], strings), dtype=object)
     frame = frame.loc[np.isin(names, OVERHEAD_NAMES)]
@@ -130,7 +140,7 @@ def read_busy_extra(db: ExportDb, strings: pd.Series) -> pd.DataFrame:
 
 
 def read_sync_activity(db: ExportDb) -> pd.DataFrame:
-    frame = db.select(
+    return db.select_ints(
         "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
         {
             "global_pid": "globalPid",
@@ -141,11 +151,10 @@ def read_sync_activity(db: ExportDb) -> pd.DataFrame:
             "event_sync_id": "eventSyncId",
         },
     )
-    return _ints(frame, list(frame.columns))
 
 
 def read_cuda_events(db: ExportDb) -> pd.DataFrame:
-    frame = db.select(
+    return db.select_ints(
         "CUPTI_ACTIVITY_KIND_CUDA_EVENT",
         {
             "global_pid": "globalPid",
@@ -156,7 +165,6 @@ def read_cuda_events(db: ExportDb) -> pd.DataFrame:
             "event_sync_id": "eventSyncId",
         },
     )
-    return _ints(frame, list(frame.columns))
 
 
 def read_nvtx_ranges(db: ExportDb, strings: pd.Series) -> pd.DataFrame:
@@ -228,14 +236,22 @@ def read_python_marks(db: ExportDb, strings: pd.Series, stacks: StackTable) -> t
     return marks[["start", "global_tid", "stack_id", "kind"]], frameless
 
 
-def read_callchains(db: ExportDb, strings: pd.Series) -> pd.DataFrame:
-    """Native CUDA backtraces (innermost first): callchain_id, depth, function, module."""
-    frame = _ints(
-        db.select(
-            "CUDA_CALLCHAINS", {"callchain_id": "id", "depth": "stackDepth", "symbol": "symbol", "module": "module"}
-        ),
-        ["callchain_id", "depth", "symbol", "module"],
+def read_callchains(db: ExportDb, strings: pd.Series, wanted: np.ndarray) -> pd.DataFrame:
+    """Native CUDA backtraces (innermost first) of the ``wanted`` callchain ids: callchain_id, depth,
+    function, module. Nothing is read when no call needs one (every call has its Python frames)."""
+    if len(wanted) == 0:
+        return pd.DataFrame(
+            {
+                "callchain_id": np.zeros(0, np.int64),
+                "depth": np.zeros(0, np.int64),
+                "function": np.zeros(0, object),
+                "module": np.zeros(0, object),
+            }
+        )
+    frame = db.select_ints(
+        "CUDA_CALLCHAINS", {"callchain_id": "id", "depth": "stackDepth", "symbol": "symbol", "module": "module"}
     )
+    frame = frame.loc[frame["callchain_id"].isin(wanted)]
     return pd.DataFrame(
         {
             "callchain_id": frame["callchain_id"].to_numpy(),
