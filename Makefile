@@ -34,3 +34,4 @@ clean:
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_fixtures.py
+	$(BIN)/python -m benchmarks.bench_scale
