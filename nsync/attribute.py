@@ -86,7 +86,7 @@ def device_busy(trace: Trace, ops: pd.DataFrame) -> dict[tuple[int, int], BusyUn
 def drain_points(syncs: pd.DataFrame, ops: pd.DataFrame) -> np.ndarray:
     """End of the last op each sync waited for (its stream or whole device, launched by the cutoff)."""
     drain = np.full(len(syncs), -1, np.int64)
-    ops = ops.sort_values("launch_start")
+    ops = ops[["global_pid", "device_id", "stream_id", "launch_start", "end"]].sort_values("launch_start")
     for scope_stream, by_scope in (
         (True, ["global_pid", "device_id", "scope_stream_id"]),
         (False, ["global_pid", "device_id"]),
@@ -131,7 +131,7 @@ def attribute_syncs(
     lead_before = np.zeros(len(syncs), np.int64)
     rebuilt = np.full(len(syncs), NO_TIME, np.int64)
     for tid, rows in syncs.groupby("global_tid", sort=False).indices.items():
-        mine = ops.loc[ops["launch_tid"] == tid]
+        mine = ops.loc[ops["launch_tid"] == tid, ["launch_end", "end"]]
         curve = LeadCurve.of(mine["launch_end"].to_numpy(), mine["end"].to_numpy(), config)
         lead_before[rows] = curve.lead_at(s0[rows])
         rebuilt[rows] = curve.rebuilt_after(s1[rows])

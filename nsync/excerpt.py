@@ -100,7 +100,7 @@ def _lead_samples(ops: pd.DataFrame, threads: set[int], t0: int, t1: int, config
     """The lead's sawtooth: its value just before and just after each launch of the syncing threads."""
     parts = []
     for tid in sorted(threads):
-        mine = ops.loc[ops["launch_tid"] == tid]
+        mine = ops.loc[ops["launch_tid"] == tid, ["launch_end", "end"]]
         curve = LeadCurve.of(mine["launch_end"].to_numpy(), mine["end"].to_numpy(), config)
         t = curve.launch_end[(curve.launch_end >= t0) & (curve.launch_end <= t1)]
         t = np.unique(np.concatenate([[t0, t1], t]))[:MAX_OPS]

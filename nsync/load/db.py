@@ -48,7 +48,7 @@ class ExportDb:
         try:
             return pd.read_sql_query(sql, self.conn, params=params)
         except (sqlite3.DatabaseError, ValueError) as err:
-            raise TraceError(f"{self.path}: cannot read the trace ({_first_line(err)})") from err
+            raise TraceError(f"{self.path}: damaged or truncated SQLite file ({_first_line(err)})") from err
 
     def select(self, table: str, wanted: dict[str, str], where: str = "") -> pd.DataFrame:
         """Read ``wanted`` (output name -> column) from ``table``; absent columns come back NULL.
@@ -166,9 +166,24 @@ def open_export(path: str | Path) -> ExportDb:
     return db
 
 
+def expected_size(head: bytes) -> int | None:
+    """The file size a SQLite header promises (page size x page count), when the header's count is valid."""
+    page_size = int.from_bytes(head[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    pages = int.from_bytes(head[28:32], "big")
+    valid = head[92:96] == head[24:28] and pages > 0  # the in-header size is trusted only then
+    return page_size * pages if valid else None
+
+
 def _check_readable(db: ExportDb) -> None:
-    """Touch the last page of every table we read, so truncation surfaces now, as one clear line."""
-    for table in ("StringIds", "CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_KERNEL", "NVTX_EVENTS"):
+    """Truncation surfaces now, as one clear line: from the header's promised size (no scan of millions
+    of rows), else by reading the string table through."""
+    with db.path.open("rb") as handle:
+        promised = expected_size(handle.read(100))
+    if promised is not None and db.path.stat().st_size < promised:
+        db.close()
+        raise TraceError(f"{db.path}: damaged or truncated SQLite file ({db.path.stat().st_size} of {promised} bytes)")
+    for table in ("StringIds",):
         if db.has(table):
             try:
                 db.conn.execute(f'SELECT count(*) FROM "{table}"').fetchone()
