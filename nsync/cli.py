@@ -24,6 +24,26 @@ app = typer.Typer(
 )
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
+# Options several commands share, declared once.
+JsonOption = Annotated[
+    str | None, typer.Option("--json", help="Write the JSON result here ('-': stdout).", metavar="PATH")
+]
+TopOption = Annotated[int, typer.Option(min=1, help="Call sites to show in the table.")]
+StepRangeOption = Annotated[
+    str | None, typer.Option(help="NVTX range that marks one step (default: automatic).", metavar="NAME")
+]
+WarmupOption = Annotated[
+    int | None, typer.Option(min=0, help="Leading steps to skip (default: 1 when there are at least 4).")
+]
+HtmlOption = Annotated[Path | None, typer.Option("--html", help="Write the HTML report here.", metavar="PATH")]
+MarkdownOption = Annotated[
+    Path | None, typer.Option("--markdown", help="Write a Markdown summary here.", metavar="PATH")
+]
+SourceDirOption = Annotated[
+    list[Path] | None,
+    typer.Option(help="Where to look for the traced Python files, to quote their lines (repeatable).", metavar="DIR"),
+]
+
 
 @app.callback()
 def _root() -> None:
@@ -64,30 +84,19 @@ def reported(command: Callable[..., None]) -> Callable[..., None]:
 def analyze_command(
     trace: Annotated[
         Path,
-        typer.Argument(help="nsys SQLite export (nsys export --type sqlite --include-blobs=true)", show_default=False),
-    ],
-    json_path: Annotated[
-        str | None, typer.Option("--json", help="Write the JSON result here ('-': stdout).", metavar="PATH")
-    ] = None,
-    top: Annotated[int, typer.Option(min=1, help="Call sites to show in the table.")] = 10,
-    step_range: Annotated[
-        str | None, typer.Option(help="NVTX range that marks one step (default: auto).", metavar="NAME")
-    ] = None,
-    warmup_steps: Annotated[
-        int | None, typer.Option(min=0, help="Leading steps to skip (default: 1 if >= 4 steps).")
-    ] = None,
-    html_path: Annotated[
-        Path | None, typer.Option("--html", help="Write the HTML report here.", metavar="PATH")
-    ] = None,
-    markdown_path: Annotated[
-        Path | None, typer.Option("--markdown", help="Write a Markdown summary here.", metavar="PATH")
-    ] = None,
-    source_dir: Annotated[
-        list[Path] | None,
-        typer.Option(
-            help="Where to look for the traced Python files, to quote their lines (repeatable).", metavar="DIR"
+        typer.Argument(
+            help="nsys SQLite export (.sqlite or .sqlite.xz; nsys export --type sqlite --include-blobs=true), "
+            "or an .nsys-rep when nsys is installed",
+            show_default=False,
         ),
-    ] = None,
+    ],
+    json_path: JsonOption = None,
+    top: TopOption = 10,
+    step_range: StepRangeOption = None,
+    warmup_steps: WarmupOption = None,
+    html_path: HtmlOption = None,
+    markdown_path: MarkdownOption = None,
+    source_dir: SourceDirOption = None,
 ) -> None:
     """Rank the Python call sites whose syncs cost GPU time in an nsys trace."""
     config = AnalysisConfig(step_range=step_range, warmup_steps=warmup_steps)
@@ -116,24 +125,15 @@ def profile_command(
         "nsync-out"
     ),
     name: Annotated[str | None, typer.Option(help="Base name of the outputs (default: the script's name).")] = None,
-    json_path: Annotated[
-        str | None, typer.Option("--json", help="Also write the JSON result here ('-': stdout).", metavar="PATH")
-    ] = None,
-    top: Annotated[int, typer.Option(min=1, help="Call sites to show in the table.")] = 10,
+    json_path: JsonOption = None,
+    top: TopOption = 10,
     html_path: Annotated[
         Path | None, typer.Option("--html", help="HTML report path (default: OUT_DIR/NAME.html).", metavar="PATH")
     ] = None,
-    markdown_path: Annotated[
-        Path | None, typer.Option("--markdown", help="Write a Markdown summary here.", metavar="PATH")
-    ] = None,
-    source_dir: Annotated[
-        list[Path] | None,
-        typer.Option(
-            help="Where to look for the traced Python files, to quote their lines (repeatable).", metavar="DIR"
-        ),
-    ] = None,
-    step_range: Annotated[str | None, typer.Option(help="NVTX range that marks one step.", metavar="NAME")] = None,
-    warmup_steps: Annotated[int | None, typer.Option(min=0, help="Leading steps to skip.")] = None,
+    markdown_path: MarkdownOption = None,
+    source_dir: SourceDirOption = None,
+    step_range: StepRangeOption = None,
+    warmup_steps: WarmupOption = None,
     duration: Annotated[float | None, typer.Option(min=1, help="Stop capturing after this many seconds.")] = None,
     capture_range: Annotated[
         str | None, typer.Option(help="Capture only inside 'cudaProfilerApi' or 'nvtx' ranges.", metavar="KIND")
@@ -198,13 +198,9 @@ def diff_command(
         Path, typer.Argument(help="The healthy or reference run (SQLite export or .nsys-rep).", show_default=False)
     ],
     candidate: Annotated[Path, typer.Argument(help="The run to judge.", show_default=False)],
-    json_path: Annotated[
-        str | None, typer.Option("--json", help="Write the JSON result here ('-': stdout).", metavar="PATH")
-    ] = None,
-    html_path: Annotated[Path | None, typer.Option("--html", help="Write the HTML diff here.", metavar="PATH")] = None,
-    markdown_path: Annotated[
-        Path | None, typer.Option("--markdown", help="Write a Markdown summary here.", metavar="PATH")
-    ] = None,
+    json_path: JsonOption = None,
+    html_path: HtmlOption = None,
+    markdown_path: MarkdownOption = None,
     fail_on_regression: Annotated[
         float | None,
         typer.Option(
@@ -213,8 +209,8 @@ def diff_command(
             min=0,
         ),
     ] = None,
-    top: Annotated[int, typer.Option(min=1, help="Call sites to show.")] = 10,
-    step_range: Annotated[str | None, typer.Option(help="NVTX range that marks one step.", metavar="NAME")] = None,
+    top: TopOption = 10,
+    step_range: StepRangeOption = None,
 ) -> None:
     """Compare two runs: step time against its noise, and the call sites whose syncs grew or shrank."""
     from nsync.diff import diff

@@ -141,32 +141,23 @@ def read_busy_extra(db: ExportDb, strings: pd.Series) -> pd.DataFrame:
     )
 
 
+# Both tables link a call (correlationId) to a stream and a CUDA event.
+_EVENT_LINK = {
+    "global_pid": "globalPid",
+    "correlation_id": "correlationId",
+    "device_id": "deviceId",
+    "stream_id": "streamId",
+    "event_id": "eventId",
+    "event_sync_id": "eventSyncId",
+}
+
+
 def read_sync_activity(db: ExportDb) -> pd.DataFrame:
-    return db.select_ints(
-        "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
-        {
-            "global_pid": "globalPid",
-            "correlation_id": "correlationId",
-            "device_id": "deviceId",
-            "stream_id": "streamId",
-            "event_id": "eventId",
-            "event_sync_id": "eventSyncId",
-        },
-    )
+    return db.select_ints("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", _EVENT_LINK)
 
 
 def read_cuda_events(db: ExportDb) -> pd.DataFrame:
-    return db.select_ints(
-        "CUPTI_ACTIVITY_KIND_CUDA_EVENT",
-        {
-            "global_pid": "globalPid",
-            "correlation_id": "correlationId",
-            "device_id": "deviceId",
-            "stream_id": "streamId",
-            "event_id": "eventId",
-            "event_sync_id": "eventSyncId",
-        },
-    )
+    return db.select_ints("CUPTI_ACTIVITY_KIND_CUDA_EVENT", _EVENT_LINK)
 
 
 def read_nvtx_ranges(db: ExportDb, strings: pd.Series) -> pd.DataFrame:
