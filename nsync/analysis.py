@@ -15,6 +15,7 @@ from nsync.config import AnalysisConfig
 from nsync.detect import detect_syncs, is_relevant_api
 from nsync.excerpt import TimelineExcerpt, timeline_excerpt
 from nsync.load import Stack, Trace, load_trace
+from nsync.replay import WhatIf, what_if
 from nsync.steps import Steps, find_steps
 from nsync.timeline import BusyUnion, ops_with_launch
 
@@ -43,6 +44,7 @@ class Analysis:
     status: str = "ok"  # ok | no-cuda | no-gpu-work
     timeline: TimelineExcerpt | None = None
     thread_names: dict[int, str] = field(default_factory=dict)
+    what_if: WhatIf | None = None
     program: str = ""  # the captured command line, as nsys recorded it (empty when unknown)
     kernel_time_ns: dict[str, int] = field(default_factory=dict)  # GPU time per kernel name
 
@@ -78,6 +80,17 @@ def analyze(
     inside = syncs["step"] >= 0 if steps.count else syncs["start"].between(window[0], window[1], inclusive="left")
     in_window = syncs.loc[inside].reset_index(drop=True)
     callsites = rank_callsites(in_window, stacks, steps.count)
+    say("replaying what-if")
+    predicted = what_if(ops, syncs, steps, callsites)
+    warnings = list(trace.warnings)
+    if isinstance(predicted, str):
+        warnings.append(predicted)
+        predicted = None
+    else:
+        callsites["predicted_saving_ns_per_step"] = [
+            predicted.saving_ns.get((str(f), int(ln), str(fn)), np.nan)
+            for f, ln, fn in zip(callsites["file"], callsites["line"], callsites["function"])
+        ]
     step_stats = _step_stats(steps, in_window, busy, ops)
     totals = _totals(in_window, busy, window, step_stats)
     totals["syncs_outside_window"] = int((~inside).sum())
@@ -94,7 +107,8 @@ def analyze(
         callsites=callsites,
         stacks=stacks,
         totals=totals,
-        warnings=list(trace.warnings),
+        warnings=warnings,
+        what_if=predicted,
         timeline=timeline_excerpt(trace, ops, syncs, steps, window, config),
         thread_names=dict(zip(trace.threads["global_tid"].tolist(), trace.threads["name"].astype(str).tolist())),
         program=program_of(trace),

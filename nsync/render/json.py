@@ -59,10 +59,26 @@ def analysis_to_dict(analysis: Analysis, top: int | None = None) -> dict[str, An
             "host_wait_ms": _ms(totals["host_wait_ns"]),
             "sync_count": totals["sync_count"],
             "syncs_outside_window": totals.get("syncs_outside_window", 0),
+            "predicted_step_ms_without_syncs": _ms(analysis.what_if.without_syncs_step_ns)
+            if analysis.what_if
+            else None,
         },
         "callsites": [_callsite(row, gpu_idle) for row in sites.to_dict("records")],
+        "what_if": _what_if(analysis),
         "warnings": list(analysis.warnings),
         "config": asdict(analysis.config),
+    }
+
+
+def _what_if(analysis: Analysis) -> dict[str, Any] | None:
+    predicted = analysis.what_if
+    if predicted is None:
+        return None
+    return {
+        "replayed_step_ms": _ms(predicted.replayed_step_ns),
+        "predicted_step_ms_without_syncs": _ms(predicted.without_syncs_step_ns),
+        "launch_latency_us": round(predicted.latency_ns / 1e3, 3),
+        "note": predicted.note,
     }
 
 
@@ -84,6 +100,7 @@ def _callsite(row: dict[str, Any], gpu_idle_ns: int) -> dict[str, Any]:
         "kinds": list(row["kinds"]),
         "copy_directions": list(row["copy_directions"]),
         "stack": [{"function": f.function, "file": f.file, "line": f.line} for f in row["stack"]],
+        "predicted_saving_ms_per_step": _ms(row.get("predicted_saving_ns_per_step")),
         "callsite_source": row["callsite_source"],
         "short_hint": row["short_hint"],
         "hint": row["hint"],

@@ -47,6 +47,14 @@ def summary(analysis: Analysis, top: int = 10) -> Group:
     parts: list[Text | Table] = [head]
     if data["callsites"]:
         parts.append(_table(data["callsites"], per_step=bool(steps["count"])))
+        what_if = data["what_if"]
+        if what_if and what_if["replayed_step_ms"] is not None:
+            parts.append(
+                Text(
+                    f"what if: step {_fmt(what_if['replayed_step_ms'])} ms as replayed; without any sync "
+                    f"{_fmt(what_if['predicted_step_ms_without_syncs'])} ms ({what_if['note']})"
+                )
+            )
         top_site = data["callsites"][0]
         if top_site["hint"]:
             parts.append(Text(f"#1 {top_site['function']}: {top_site['hint']}", style="dim"))
@@ -68,6 +76,7 @@ def _table(callsites: list[dict[str, object]], per_step: bool) -> Table:
         (f"exposed idle ms{unit}", "right"),
         (f"host wait ms{unit}", "right"),
         ("lead before ms", "right"),
+        ("what-if saving ms/step", "right"),
         ("hint", "left"),
     ):
         table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
@@ -84,6 +93,7 @@ def _table(callsites: list[dict[str, object]], per_step: bool) -> Table:
             _fmt(exposed),
             _fmt(wait),
             _fmt(site["lead_before_ms_mean"]),  # type: ignore[arg-type]
+            _fmt(site["predicted_saving_ms_per_step"]),  # type: ignore[arg-type]
             Text(str(site["short_hint"])),
         )
     return table

@@ -1,0 +1,215 @@
+"""What-if replay: re-time the trace with some syncs made non-blocking, and predict the step time.
+
+The model (design.md, "What-if"):
+
+- a host thread keeps its measured gaps: between two of its syncs every call and every launch moves by
+  the same shift, the one its last sync left it with;
+- each stream runs its ops in launch order with their measured durations, none before its launch
+  (plus the launch latency measured on this device when the stream was idle);
+- a blocking sync ends at max(its new start + its own cost, the replayed end of what it waited for);
+  a released sync ends at its new start + its own cost (the copies it implies stay on the stream).
+
+Each stream's schedule is the max-plus recurrence ``end_i = max(ready_i, end_{i-1}) + duration_i``,
+solved by slices with a cumulative maximum: ``end_i = S_i + max_{j<=i}(ready_j - S_{j-1})`` where S is the
+running sum of durations. Syncs are taken in time order (a loop over syncs, never over ops).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from nsync.steps import Steps
+
+DEFAULT_LATENCY_NS = 5_000
+
+
+@dataclass
+class _Stream:
+    ops: np.ndarray  # row numbers into the op arrays, in launch order
+    launch: np.ndarray
+    cum_dur: np.ndarray  # S_i
+    done: int = 0
+    best: float = -np.inf  # max_{j<done}(ready_j - S_{j-1})
+
+
+@dataclass(frozen=True)
+class ReplayModel:
+    """Everything a replay needs, prepared once per trace."""
+
+    op_launch: np.ndarray
+    op_dur: np.ndarray
+    op_thread_sync: np.ndarray  # index of the last sync on the launching thread before the launch, or -1
+    latency_ns: float
+    streams: dict[tuple[int, int, int], np.ndarray]  # (pid, device, stream) -> op rows in launch order
+    sync_start: np.ndarray
+    sync_end: np.ndarray
+    sync_own: np.ndarray
+    sync_prev: np.ndarray  # index of the previous sync on the same thread, or -1
+    sync_waits: list[list[tuple[tuple[int, int, int], int]]]  # per sync: (stream, ops waited for count)
+    steps: Steps
+    op_launch_start: np.ndarray
+
+
+def prepare(ops: pd.DataFrame, syncs: pd.DataFrame, steps: Steps) -> ReplayModel:
+    """``syncs``: every detected sync of the trace (start order), with drain_ns, scope and cutoff."""
+    syncs = syncs.sort_values("start").reset_index(drop=True)
+    launch = ops["launch_start"].to_numpy(np.int64)
+    start, end = ops["start"].to_numpy(np.int64), ops["end"].to_numpy(np.int64)
+    keys = list(zip(ops["global_pid"].to_numpy(), ops["device_id"].to_numpy(), ops["stream_id"].to_numpy()))
+    frame = pd.DataFrame({"key": keys, "launch": launch, "row": np.arange(len(ops))}).sort_values(["launch", "row"])
+    streams = {k: g["row"].to_numpy() for k, g in frame.groupby("key", sort=False)}
+    latency = _launch_latency(streams, launch, start, end)
+    s0, s1 = syncs["start"].to_numpy(np.int64), syncs["end"].to_numpy(np.int64)
+    drain = syncs["drain_ns"].to_numpy(np.int64)
+    own = s1 - np.where(drain >= 0, np.maximum(s0, np.minimum(drain, s1)), s0)
+    tids = syncs["global_tid"].to_numpy(np.int64)
+    return ReplayModel(
+        op_launch=launch.astype(float),
+        op_dur=(end - start).astype(float),
+        op_thread_sync=_last_sync_before(ops["launch_tid"].to_numpy(np.int64), launch, tids, s0),
+        latency_ns=latency,
+        streams=streams,
+        sync_start=s0,
+        sync_end=s1,
+        sync_own=own.astype(float),
+        sync_prev=_previous_on_thread(tids),
+        sync_waits=_waits(syncs, streams, launch),
+        steps=steps,
+        op_launch_start=launch,
+    )
+
+
+def _launch_latency(streams: dict, launch: np.ndarray, start: np.ndarray, end: np.ndarray) -> float:
+    """Median delay from launch call to GPU start for ops that found their stream idle."""
+    delays = []
+    for rows in streams.values():
+        prev_end = np.concatenate([[np.iinfo(np.int64).min], np.maximum.accumulate(end[rows])[:-1]])
+        idle = prev_end < launch[rows]  # the stream had drained before this launch: no queueing delay
+        delays.append((start[rows] - launch[rows])[idle])
+    found = np.concatenate(delays) if delays else np.zeros(0)
+    found = found[found >= 0]
+    return float(np.median(found)) if len(found) else float(DEFAULT_LATENCY_NS)
+
+
+def _last_sync_before(op_tid: np.ndarray, launch: np.ndarray, sync_tid: np.ndarray, s0: np.ndarray) -> np.ndarray:
+    out = np.full(len(op_tid), -1, np.int64)
+    for tid in np.unique(sync_tid):
+        mine = np.flatnonzero(sync_tid == tid)  # already in start order
+        rows = np.flatnonzero(op_tid == tid)
+        k = np.searchsorted(s0[mine], launch[rows], side="left") - 1
+        out[rows] = np.where(k >= 0, mine[np.clip(k, 0, None)], -1)
+    return out
+
+
+def _previous_on_thread(tids: np.ndarray) -> np.ndarray:
+    prev = np.full(len(tids), -1, np.int64)
+    last: dict[int, int] = {}
+    for i, tid in enumerate(tids.tolist()):  # one step per sync, not per op
+        prev[i] = last.get(tid, -1)
+        last[tid] = i
+    return prev
+
+
+def _waits(syncs: pd.DataFrame, streams: dict, launch: np.ndarray) -> list[list[tuple[tuple[int, int, int], int]]]:
+    """For each sync, the streams it waits on and how many of their ops (launched by its cutoff)."""
+    out = []
+    for pid, device, stream, cutoff in zip(
+        syncs["global_pid"].to_numpy(),
+        syncs["device_id"].to_numpy(),
+        syncs["scope_stream_id"].to_numpy(),
+        syncs["cutoff_ns"].to_numpy(),
+    ):
+        keys = [k for k in streams if k[0] == pid and k[1] == device and (stream < 0 or k[2] == stream)]
+        out.append([(k, int(np.searchsorted(launch[streams[k]], cutoff, side="right"))) for k in keys])
+    return out
+
+
+def replay(model: ReplayModel, released: np.ndarray) -> np.ndarray:
+    """Replayed GPU end of every op, with the syncs where ``released`` is true made non-blocking."""
+    # each sync's new end minus its measured end; the extra last slot (index -1) is "before any sync": 0
+    shift = np.zeros(len(model.sync_start) + 1)
+    new_end = np.zeros(len(model.op_launch))
+    state = {
+        k: _Stream(rows, model.op_launch[rows], np.cumsum(model.op_dur[rows])) for k, rows in model.streams.items()
+    }
+
+    def ready(rows: np.ndarray) -> np.ndarray:
+        return model.op_launch[rows] + shift[model.op_thread_sync[rows]] + model.latency_ns
+
+    def advance(key: tuple[int, int, int], upto: int) -> float:
+        st = state[key]
+        if upto > st.done:
+            rows = st.ops[st.done : upto]
+            prev_sum = np.concatenate([[st.cum_dur[st.done - 1] if st.done else 0.0], st.cum_dur[st.done : upto - 1]])
+            best = np.maximum.accumulate(np.concatenate([[st.best], ready(rows) - prev_sum]))[1:]
+            new_end[rows] = st.cum_dur[st.done : upto] + best
+            st.best, st.done = float(best[-1]), upto
+        return float(new_end[st.ops[upto - 1]]) if upto else -np.inf
+
+    for k in range(len(model.sync_start)):
+        start = model.sync_start[k] + shift[model.sync_prev[k]]
+        if not released[k]:  # wait for the GPU, then return after the call's own cost
+            start = max([start, *(advance(key, n) for key, n in model.sync_waits[k])])
+        shift[k] = start + model.sync_own[k] - model.sync_end[k]
+    for key, st in state.items():
+        advance(key, len(st.ops))
+    return new_end
+
+
+def step_times_ns(model: ReplayModel, new_end: np.ndarray) -> np.ndarray:
+    """GPU step times (as in the analysis: successive ends of each step's work) for replayed op ends."""
+    table = model.steps.table
+    if table.empty:
+        return np.zeros(0)
+    starts, ends = table["start"].to_numpy(np.int64), table["end"].to_numpy(np.int64)
+    k = np.searchsorted(starts, model.op_launch_start, side="right") - 1
+    inside = (k >= 0) & (model.op_launch_start < ends[np.clip(k, 0, None)])
+    last = pd.Series(new_end[inside]).groupby(k[inside]).max()
+    step_end = np.full(len(table), np.nan)
+    step_end[last.index.to_numpy()] = last.to_numpy()
+    durations = np.diff(step_end)
+    return durations[max(model.steps.warmup - 1, 0) :]
+
+
+MAX_SITES = 10
+MAX_SYNCS = 20_000  # one replay is a loop over syncs: beyond this the what-if is skipped, and said so
+OVERHEAD_NOTE = "no correction for profiler overhead yet: savings are those of the profiled run"
+
+
+@dataclass(frozen=True)
+class WhatIf:
+    """Predicted step times: the trace replayed as it is, without each call site's syncs, without any."""
+
+    replayed_step_ns: float
+    without_syncs_step_ns: float
+    saving_ns: dict[tuple[str, int, str], float]  # call site -> predicted saving per step
+    latency_ns: float
+    note: str = OVERHEAD_NOTE
+
+
+def _median(values: np.ndarray) -> float:
+    values = values[np.isfinite(values)]
+    return float(np.median(values)) if len(values) else float("nan")
+
+
+def what_if(ops: pd.DataFrame, syncs: pd.DataFrame, steps: Steps, callsites: pd.DataFrame) -> WhatIf | str:
+    """Replay per call site (the costliest MAX_SITES) and for all at once; a reason string when skipped."""
+    if steps.table.empty or len(steps.table) < 2:
+        return "what-if replay needs steps"
+    if len(syncs) > MAX_SYNCS:
+        return f"what-if replay skipped: {len(syncs)} syncs (more than {MAX_SYNCS})"
+    syncs = syncs.sort_values("start").reset_index(drop=True)
+    model = prepare(ops, syncs, steps)
+    none = np.zeros(len(syncs), bool)
+    base = _median(step_times_ns(model, replay(model, none)))
+    site_of = list(zip(syncs["file"], syncs["line"].astype(int), syncs["function"]))
+    savings = {}
+    for file, line, function in callsites.head(MAX_SITES)[["file", "line", "function"]].itertuples(index=False):
+        key = (str(file), int(line), str(function))
+        released = np.fromiter((s == key for s in site_of), bool, len(site_of))
+        savings[key] = base - _median(step_times_ns(model, replay(model, released)))
+    without = _median(step_times_ns(model, replay(model, ~none)))
+    return WhatIf(replayed_step_ns=base, without_syncs_step_ns=without, saving_ns=savings, latency_ns=model.latency_ns)
