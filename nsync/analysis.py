@@ -81,7 +81,7 @@ def analyze(
     in_window = syncs.loc[inside].reset_index(drop=True)
     callsites = rank_callsites(in_window, stacks, steps.count)
     say("replaying what-if")
-    predicted = what_if(ops, syncs, steps, callsites)
+    predicted = what_if(ops, syncs, steps, callsites, config.host_scale)
     warnings = list(trace.warnings)
     if isinstance(predicted, str):
         warnings.append(predicted)

@@ -16,7 +16,7 @@ running sum of durations. Syncs are taken in time order (a loop over syncs, neve
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -51,6 +51,8 @@ class ReplayModel:
     sync_waits: list[list[tuple[tuple[int, int, int], int]]]  # per sync: (stream, ops waited for count)
     steps: Steps
     op_launch_start: np.ndarray
+    op_tid: np.ndarray
+    sync_tid: np.ndarray
 
 
 def prepare(ops: pd.DataFrame, syncs: pd.DataFrame, steps: Steps) -> ReplayModel:
@@ -79,7 +81,36 @@ def prepare(ops: pd.DataFrame, syncs: pd.DataFrame, steps: Steps) -> ReplayModel
         sync_waits=_waits(syncs, streams, launch),
         steps=steps,
         op_launch_start=launch,
+        op_tid=ops["launch_tid"].to_numpy(np.int64),
+        sync_tid=tids,
     )
+
+
+def without_launch_overhead(model: ReplayModel, calls: pd.DataFrame, launch_cost_ns: float) -> ReplayModel:
+    """The same trace with every kernel-launch call shortened to ``launch_cost_ns``.
+
+    Under nsys a launch call takes several times what it takes without it, and that host time is what a
+    sync's rebuild has to pay back: a replay of the profiled host overstates the savings. Everything a
+    thread does after a launch moves earlier by what the launch lost.
+    """
+    launches = calls.loc[calls["api"].astype(str).str.startswith(("cudaLaunch", "cuLaunch"))]
+    op_launch, s0, s1 = model.op_launch.copy(), model.sync_start.astype(float), model.sync_end.astype(float)
+    for tid, group in launches.groupby("global_tid"):
+        ends = group["end"].to_numpy(np.int64)
+        order = np.argsort(ends)
+        saved = np.cumsum(np.clip((group["end"] - group["start"]).to_numpy(float)[order] - launch_cost_ns, 0, None))
+        ends = ends[order]
+
+        def before(t: np.ndarray, ends: np.ndarray = ends, saved: np.ndarray = saved) -> np.ndarray:
+            k = np.searchsorted(ends, t, side="right") - 1
+            return np.where(k >= 0, saved[np.clip(k, 0, None)], 0.0)
+
+        ops_mine, syncs_mine = model.op_tid == tid, model.sync_tid == tid
+        op_launch[ops_mine] -= before(model.op_launch_start[ops_mine])
+        moved = before(model.sync_start[syncs_mine])
+        s0[syncs_mine] -= moved
+        s1[syncs_mine] -= moved
+    return replace(model, op_launch=op_launch, sync_start=s0, sync_end=s1)
 
 
 def _launch_latency(streams: dict, launch: np.ndarray, start: np.ndarray, end: np.ndarray) -> float:
@@ -127,17 +158,26 @@ def _waits(syncs: pd.DataFrame, streams: dict, launch: np.ndarray) -> list[list[
     return out
 
 
-def replay(model: ReplayModel, released: np.ndarray) -> np.ndarray:
-    """Replayed GPU end of every op, with the syncs where ``released`` is true made non-blocking."""
+def replay(model: ReplayModel, released: np.ndarray, host_scale: float = 1.0) -> np.ndarray:
+    """Replayed GPU end of every op, with the syncs where ``released`` is true made non-blocking.
+
+    ``host_scale`` stretches (or, below 1, compresses) each thread's host time since its last sync: the
+    profiler slows the host, and 1 replays the trace as captured.
+    """
     # each sync's new end minus its measured end; the extra last slot (index -1) is "before any sync": 0
     shift = np.zeros(len(model.sync_start) + 1)
+    anchor = np.append(model.sync_end.astype(float), 0.0)  # where a thread's host time restarts
     new_end = np.zeros(len(model.op_launch))
     state = {
         k: _Stream(rows, model.op_launch[rows], np.cumsum(model.op_dur[rows])) for k, rows in model.streams.items()
     }
 
+    def host_time(t: np.ndarray, seg: np.ndarray) -> np.ndarray:
+        since = np.where(seg >= 0, t - anchor[seg], 0.0)
+        return np.where(seg >= 0, anchor[seg] + shift[seg] + host_scale * since, t)
+
     def ready(rows: np.ndarray) -> np.ndarray:
-        return model.op_launch[rows] + shift[model.op_thread_sync[rows]] + model.latency_ns
+        return host_time(model.op_launch[rows], model.op_thread_sync[rows]) + model.latency_ns
 
     def advance(key: tuple[int, int, int], upto: int) -> float:
         st = state[key]
@@ -150,7 +190,7 @@ def replay(model: ReplayModel, released: np.ndarray) -> np.ndarray:
         return float(new_end[st.ops[upto - 1]]) if upto else -np.inf
 
     for k in range(len(model.sync_start)):
-        start = model.sync_start[k] + shift[model.sync_prev[k]]
+        start = float(host_time(np.array([model.sync_start[k]]), np.array([model.sync_prev[k]]))[0])
         if not released[k]:  # wait for the GPU, then return after the call's own cost
             start = max([start, *(advance(key, n) for key, n in model.sync_waits[k])])
         shift[k] = start + model.sync_own[k] - model.sync_end[k]
@@ -176,18 +216,26 @@ def step_times_ns(model: ReplayModel, new_end: np.ndarray) -> np.ndarray:
 
 MAX_SITES = 10
 MAX_SYNCS = 20_000  # one replay is a loop over syncs: beyond this the what-if is skipped, and said so
-OVERHEAD_NOTE = "no correction for profiler overhead yet: savings are those of the profiled run"
 
 
 @dataclass(frozen=True)
 class WhatIf:
-    """Predicted step times: the trace replayed as it is, without each call site's syncs, without any."""
+    """Predicted step times: the trace replayed as captured, then with the host's time scaled back to an
+    unprofiled run (``host_scale``) as it is, without each call site's syncs, and without any."""
 
-    replayed_step_ns: float
+    replayed_step_ns: float  # as captured: checks the model against the trace itself
+    unprofiled_step_ns: float  # as it is, host time scaled
     without_syncs_step_ns: float
-    saving_ns: dict[tuple[str, int, str], float]  # call site -> predicted saving per step
+    saving_ns: dict[tuple[str, int, str], float]  # call site -> predicted saving per step (host time scaled)
     latency_ns: float
-    note: str = OVERHEAD_NOTE
+    host_scale: float
+
+    @property
+    def note(self) -> str:
+        return (
+            f"host time scaled by {self.host_scale:g} to undo nsys's slow-down (calibrated on an H200); "
+            "savings are estimates"
+        )
 
 
 def _median(values: np.ndarray) -> float:
@@ -195,7 +243,9 @@ def _median(values: np.ndarray) -> float:
     return float(np.median(values)) if len(values) else float("nan")
 
 
-def what_if(ops: pd.DataFrame, syncs: pd.DataFrame, steps: Steps, callsites: pd.DataFrame) -> WhatIf | str:
+def what_if(
+    ops: pd.DataFrame, syncs: pd.DataFrame, steps: Steps, callsites: pd.DataFrame, host_scale: float
+) -> WhatIf | str:
     """Replay per call site (the costliest MAX_SITES) and for all at once; a reason string when skipped."""
     if steps.table.empty or len(steps.table) < 2:
         return "what-if replay needs steps"
@@ -204,12 +254,21 @@ def what_if(ops: pd.DataFrame, syncs: pd.DataFrame, steps: Steps, callsites: pd.
     syncs = syncs.sort_values("start").reset_index(drop=True)
     model = prepare(ops, syncs, steps)
     none = np.zeros(len(syncs), bool)
-    base = _median(step_times_ns(model, replay(model, none)))
+
+    def predict(released: np.ndarray, scale: float = host_scale) -> float:
+        return _median(step_times_ns(model, replay(model, released, scale)))
+
+    base = predict(none)
     site_of = list(zip(syncs["file"], syncs["line"].astype(int), syncs["function"]))
     savings = {}
     for file, line, function in callsites.head(MAX_SITES)[["file", "line", "function"]].itertuples(index=False):
         key = (str(file), int(line), str(function))
-        released = np.fromiter((s == key for s in site_of), bool, len(site_of))
-        savings[key] = base - _median(step_times_ns(model, replay(model, released)))
-    without = _median(step_times_ns(model, replay(model, ~none)))
-    return WhatIf(replayed_step_ns=base, without_syncs_step_ns=without, saving_ns=savings, latency_ns=model.latency_ns)
+        savings[key] = base - predict(np.fromiter((s == key for s in site_of), bool, len(site_of)))
+    return WhatIf(
+        replayed_step_ns=predict(none, 1.0),
+        unprofiled_step_ns=base,
+        without_syncs_step_ns=predict(~none),
+        saving_ns=savings,
+        latency_ns=model.latency_ns,
+        host_scale=host_scale,
+    )

@@ -76,6 +76,9 @@ def test_analyze_print_deg_json_contract(tmp_path):
     exposed = [c["exposed_idle_ms"] for c in data["callsites"]]
     assert exposed == sorted(exposed, reverse=True)
     assert site["stack"][5] == {"function": "step", "file": "/home/user/proj/w_print.py", "line": 19}
+    assert site["predicted_saving_ms_per_step"] == pytest.approx(0.39, rel=0.3)
+    assert data["totals"]["predicted_step_ms_without_syncs"] == pytest.approx(2.83, rel=0.15)
+    assert data["what_if"]["host_scale"] == 0.6
 
 
 def test_json_to_stdout(tmp_path):

@@ -76,6 +76,8 @@ def _what_if(analysis: Analysis) -> dict[str, Any] | None:
         return None
     return {
         "replayed_step_ms": _ms(predicted.replayed_step_ns),
+        "unprofiled_step_ms": _ms(predicted.unprofiled_step_ns),
+        "host_scale": predicted.host_scale,
         "predicted_step_ms_without_syncs": _ms(predicted.without_syncs_step_ns),
         "launch_latency_us": round(predicted.latency_ns / 1e3, 3),
         "note": predicted.note,

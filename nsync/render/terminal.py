@@ -51,8 +51,9 @@ def summary(analysis: Analysis, top: int = 10) -> Group:
         if what_if and what_if["replayed_step_ms"] is not None:
             parts.append(
                 Text(
-                    f"what if: step {_fmt(what_if['replayed_step_ms'])} ms as replayed; without any sync "
-                    f"{_fmt(what_if['predicted_step_ms_without_syncs'])} ms ({what_if['note']})"
+                    f"what if: step {_fmt(what_if['replayed_step_ms'])} ms replayed as captured, "
+                    f"{_fmt(what_if['unprofiled_step_ms'])} ms without the profiler, "
+                    f"{_fmt(what_if['predicted_step_ms_without_syncs'])} ms without any sync ({what_if['note']})"
                 )
             )
         top_site = data["callsites"][0]
