@@ -177,9 +177,9 @@ def profile_command(
     )
     config = AnalysisConfig(step_range=step_range, warmup_steps=warmup_steps)
     result = profile(command, options, config, nsys_path, say=lambda msg: err.print(f"nsync: {msg}", markup=False))
+    err.print(f"nsync: wrote {result.sqlite}" + (f" and {result.report}" if result.report else ""), markup=False)
     html = html_path or out_dir / f"{options.name}.html"
     _emit(result.analysis, top, json_path, html, markdown_path, [Path.cwd(), *(source_dir or [])])
-    err.print(f"nsync: wrote {result.sqlite}" + (f" and {result.report}" if result.report else ""), markup=False)
     if result.interrupted:
         raise typer.Exit(130)
     if result.exit_code:
@@ -257,7 +257,11 @@ def _emit(
     written = []
     if html_path:
         with err.status("rendering HTML report", spinner="dots"):
-            write_text(html_path, nsync.render_html(result, source_dirs=source_dirs))
+            try:
+                page = nsync.render_html(result, source_dirs=source_dirs)
+            except ModuleNotFoundError as error:  # an incomplete install: say what to add
+                raise NsyncError(f"the HTML report needs {error.name}: pip install {error.name}") from error
+            write_text(html_path, page)
         written.append(str(html_path))
     if markdown_path:
         write_text(markdown_path, nsync.render_markdown(result, top))
