@@ -261,7 +261,8 @@ def what_if(
     base = predict(none)
     site_of = list(zip(syncs["file"], syncs["line"].astype(int), syncs["function"]))
     savings = {}
-    for file, line, function in callsites.head(MAX_SITES)[["file", "line", "function"]].itertuples(index=False):
+    top = callsites.head(MAX_SITES)
+    for file, line, function in zip(top["file"], top["line"], top["function"]):  # a few call sites
         key = (str(file), int(line), str(function))
         savings[key] = base - predict(np.fromiter((s == key for s in site_of), bool, len(site_of)))
     return WhatIf(
