@@ -136,25 +136,25 @@ def _last_sync_before(op_tid: np.ndarray, launch: np.ndarray, sync_tid: np.ndarr
 
 
 def _previous_on_thread(tids: np.ndarray) -> np.ndarray:
-    prev = np.full(len(tids), -1, np.int64)
-    last: dict[int, int] = {}
-    for i, tid in enumerate(tids.tolist()):  # one step per sync, not per op
-        prev[i] = last.get(tid, -1)
-        last[tid] = i
-    return prev
+    """Index of the previous sync on the same thread (syncs in start order), or -1."""
+    previous = pd.Series(np.arange(len(tids))).groupby(tids).shift(1)
+    return previous.fillna(-1).to_numpy(np.int64)
 
 
 def _waits(syncs: pd.DataFrame, streams: dict, launch: np.ndarray) -> list[list[tuple[tuple[int, int, int], int]]]:
-    """For each sync, the streams it waits on and how many of their ops (launched by its cutoff)."""
-    out = []
-    for pid, device, stream, cutoff in zip(
-        syncs["global_pid"].to_numpy(),
-        syncs["device_id"].to_numpy(),
-        syncs["scope_stream_id"].to_numpy(),
-        syncs["cutoff_ns"].to_numpy(),
-    ):
-        keys = [k for k in streams if k[0] == pid and k[1] == device and (stream < 0 or k[2] == stream)]
-        out.append([(k, int(np.searchsorted(launch[streams[k]], cutoff, side="right"))) for k in keys])
+    """For each sync, the streams it waits on and how many of their ops (launched by its cutoff).
+
+    Worked out per (process, device, scope) group with one binary search per stream, not per sync.
+    """
+    out: list[list[tuple[tuple[int, int, int], int]]] = [[] for _ in range(len(syncs))]
+    groups = syncs.groupby(["global_pid", "device_id", "scope_stream_id"], sort=False).indices
+    for (pid, device, scope), rows in groups.items():
+        cutoffs = syncs["cutoff_ns"].to_numpy()[rows]
+        for key, ops in streams.items():
+            if key[0] == pid and key[1] == device and (scope < 0 or key[2] == scope):
+                counts = np.searchsorted(launch[ops], cutoffs, side="right")
+                for row, count in zip(rows.tolist(), counts.tolist()):
+                    out[row].append((key, count))
     return out
 
 
@@ -189,11 +189,15 @@ def replay(model: ReplayModel, released: np.ndarray, host_scale: float = 1.0) ->
             st.best, st.done = float(best[-1]), upto
         return float(new_end[st.ops[upto - 1]]) if upto else -np.inf
 
-    for k in range(len(model.sync_start)):
-        start = float(host_time(np.array([model.sync_start[k]]), np.array([model.sync_prev[k]]))[0])
-        if not released[k]:  # wait for the GPU, then return after the call's own cost
-            start = max([start, *(advance(key, n) for key, n in model.sync_waits[k])])
-        shift[k] = start + model.sync_own[k] - model.sync_end[k]
+    starts, ends = model.sync_start.tolist(), model.sync_end.tolist()
+    own, prev_of, blocking = model.sync_own.tolist(), model.sync_prev.tolist(), (~released).tolist()
+    for k in range(len(starts)):  # scalars: this loop runs once per sync
+        prev = prev_of[k]
+        start = ends[prev] + shift[prev] + host_scale * (starts[k] - ends[prev]) if prev >= 0 else starts[k]
+        if blocking[k]:  # wait for the GPU, then return after the call's own cost
+            for key, count in model.sync_waits[k]:
+                start = max(start, advance(key, count))
+        shift[k] = start + own[k] - ends[k]
     for key, st in state.items():
         advance(key, len(st.ops))
     return new_end
@@ -215,7 +219,9 @@ def step_times_ns(model: ReplayModel, new_end: np.ndarray) -> np.ndarray:
 
 
 MAX_SITES = 10
-MAX_SYNCS = 20_000  # one replay is a loop over syncs: beyond this the what-if is skipped, and said so
+# A replay is a loop over syncs (about 20 µs each): at most this many sync-replays per analysis. The
+# call sites replayed are as many as fit, the costliest first; if not even one fits, the what-if is skipped.
+REPLAY_BUDGET = 100_000
 
 
 @dataclass(frozen=True)
@@ -249,8 +255,9 @@ def what_if(
     """Replay per call site (the costliest MAX_SITES) and for all at once; a reason string when skipped."""
     if steps.table.empty or len(steps.table) < 2:
         return "what-if replay needs steps"
-    if len(syncs) > MAX_SYNCS:
-        return f"what-if replay skipped: {len(syncs)} syncs (more than {MAX_SYNCS})"
+    sites = min(MAX_SITES, REPLAY_BUDGET // max(len(syncs), 1) - 3)
+    if sites < 1:
+        return f"what-if replay skipped: {len(syncs)} syncs is too many to replay (analyse a shorter capture)"
     syncs = syncs.sort_values("start").reset_index(drop=True)
     model = prepare(ops, syncs, steps)
     none = np.zeros(len(syncs), bool)
@@ -261,7 +268,7 @@ def what_if(
     base = predict(none)
     site_of = list(zip(syncs["file"], syncs["line"].astype(int), syncs["function"]))
     savings = {}
-    top = callsites.head(MAX_SITES)
+    top = callsites.head(sites)
     for file, line, function in zip(top["file"], top["line"], top["function"]):  # a few call sites
         key = (str(file), int(line), str(function))
         savings[key] = base - predict(np.fromiter((s == key for s in site_of), bool, len(site_of)))
