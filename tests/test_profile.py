@@ -165,18 +165,23 @@ def _kill_orphaned_agents(nsys_pids: list[int]) -> None:
                 os.kill(int(entry.name), signal.SIGKILL)
 
 
-@needs_nsys
-def test_nsys_killed_mid_run_is_a_clear_error(tmp_path, echo):
-    marker = tmp_path / "started.json"
+def _start_profile(tmp_path: Path, *args: str) -> subprocess.Popen[str]:
+    """nsync profile in its own session (as a terminal's foreground group), returning once the program runs."""
     proc = subprocess.Popen(
-        [NSYNC, "profile", "--python", sys.executable, "--no-cpu-sampling", str(echo), str(marker), "3"],
+        [NSYNC, "profile", "--python", sys.executable, "--no-cpu-sampling", *args],
         cwd=tmp_path,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
     )
-    _wait_for(marker)
+    _wait_for(tmp_path / "started.json")
+    return proc
+
+
+@needs_nsys
+def test_nsys_killed_mid_run_is_a_clear_error(tmp_path, echo):
+    proc = _start_profile(tmp_path, str(echo), str(tmp_path / "started.json"), "3")
     nsys_pids = _children(proc.pid)  # nsync's direct child is nsys
     for pid in nsys_pids:
         os.kill(pid, signal.SIGKILL)
@@ -189,27 +194,7 @@ def test_nsys_killed_mid_run_is_a_clear_error(tmp_path, echo):
 
 @needs_nsys
 def test_ctrl_c_stops_the_program_and_still_analyses_the_capture(tmp_path, echo):
-    marker = tmp_path / "started.json"
-    proc = subprocess.Popen(
-        [
-            NSYNC,
-            "profile",
-            "--python",
-            sys.executable,
-            "--no-cpu-sampling",
-            "--json",
-            "r.json",
-            str(echo),
-            str(marker),
-            "30",
-        ],
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    _wait_for(marker)
+    proc = _start_profile(tmp_path, "--json", "r.json", str(echo), str(tmp_path / "started.json"), "30")
     time.sleep(1)
     os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does to the foreground group
     _out, err = proc.communicate(timeout=120)

@@ -33,6 +33,35 @@ def _thread_label(tid: int, names: dict[int, str]) -> str:
     return f"host {html.escape(name)} ({tid & 0xFFFFFF})" if name else f"host thread {tid & 0xFFFFFF}"
 
 
+def _lane_bars(
+    fig: go.Figure,
+    lanes: list[str] | pd.Series,
+    starts: pd.Series,
+    ends: pd.Series,
+    t0: int,
+    name: str,
+    marker: dict[str, object],
+    hover: list[str],
+    width: float,
+) -> None:
+    """Intervals as horizontal bars on categorical lanes (one trace per kind: fast for thousands)."""
+    fig.add_trace(
+        go.Bar(
+            y=lanes,
+            base=(starts - t0) / MS,
+            x=(ends - starts) / MS,
+            orientation="h",
+            name=name,
+            marker=marker,
+            hovertext=hover,
+            hoverinfo="text",
+            width=width,
+        ),
+        row=1,
+        col=1,
+    )
+
+
 def median_step_window(analysis: Analysis) -> tuple[int, int] | None:
     """The analysed step whose length is closest to the median (it is always inside the excerpt)."""
     steps = analysis.steps.analysed
@@ -112,20 +141,16 @@ def _gpu_lanes(fig: go.Figure, excerpt: TimelineExcerpt, t0: int) -> list[str]:
     for op, group in ops.groupby("op", observed=True):
         names = group["name"].astype(object).where(group["name"].notna(), group["op"].astype(str))
         hover = [f"{n}<br>{(e - s) / 1e3:.1f} µs" for n, s, e in zip(_esc(names), group["start"], group["end"])]
-        fig.add_trace(
-            go.Bar(
-                y=group["lane"],
-                base=(group["start"] - t0) / MS,
-                x=(group["end"] - group["start"]) / MS,
-                orientation="h",
-                name=str(op),
-                marker={"color": OP_COLOURS.get(str(op), "#888")},
-                hovertext=hover,
-                hoverinfo="text",
-                width=0.7,
-            ),
-            row=1,
-            col=1,
+        _lane_bars(
+            fig,
+            group["lane"],
+            group["start"],
+            group["end"],
+            t0,
+            str(op),
+            {"color": OP_COLOURS.get(str(op), "#888")},
+            hover,
+            0.7,
         )
     return sorted(set(ops["lane"]))
 
@@ -133,20 +158,8 @@ def _gpu_lanes(fig: go.Figure, excerpt: TimelineExcerpt, t0: int) -> list[str]:
 def _host_lanes(fig: go.Figure, excerpt: TimelineExcerpt, t0: int, names: dict[int, str]) -> list[str]:
     calls = excerpt.calls.assign(lane=[_thread_label(t, names) for t in excerpt.calls["global_tid"]])
     hover = [f"{a}<br>{(e - s) / 1e3:.1f} µs" for a, s, e in zip(_esc(calls["api"]), calls["start"], calls["end"])]
-    fig.add_trace(
-        go.Bar(
-            y=calls["lane"],
-            base=(calls["start"] - t0) / MS,
-            x=(calls["end"] - calls["start"]) / MS,
-            orientation="h",
-            name="CUDA API call",
-            marker={"color": CALL_COLOUR},
-            hovertext=hover,
-            hoverinfo="text",
-            width=0.5,
-        ),
-        row=1,
-        col=1,
+    _lane_bars(
+        fig, calls["lane"], calls["start"], calls["end"], t0, "CUDA API call", {"color": CALL_COLOUR}, hover, 0.5
     )
     syncs = excerpt.syncs
     if len(syncs):
@@ -164,20 +177,8 @@ def _host_lanes(fig: go.Figure, excerpt: TimelineExcerpt, t0: int, names: dict[i
                 syncs["exposed_idle_ns"],
             )
         ]
-        fig.add_trace(
-            go.Bar(
-                y=lanes,
-                base=(syncs["start"] - t0) / MS,
-                x=(syncs["end"] - syncs["start"]) / MS,
-                orientation="h",
-                name="sync (host waits)",
-                marker={"color": SYNC_COLOUR},
-                hovertext=hover,
-                hoverinfo="text",
-                width=0.7,
-            ),
-            row=1,
-            col=1,
+        _lane_bars(
+            fig, lanes, syncs["start"], syncs["end"], t0, "sync (host waits)", {"color": SYNC_COLOUR}, hover, 0.7
         )
     return sorted(set(calls["lane"]))
 
@@ -198,20 +199,16 @@ def _exposed_windows(fig: go.Figure, excerpt: TimelineExcerpt, t0: int) -> None:
         f"exposed idle {x / MS:.3f} ms after {html.escape(str(f).rsplit('/', 1)[-1])}:{ln}"
         for x, f, ln in zip(syncs["exposed_idle_ns"], syncs["file"], syncs["line"])
     ]
-    fig.add_trace(
-        go.Bar(
-            y=["GPU idle after syncs"] * len(syncs),
-            base=(start - t0) / MS,
-            x=(syncs["rebuild_ns"] - start) / MS,
-            orientation="h",
-            name="exposed idle window",
-            marker={"color": EXPOSED_COLOUR, "opacity": 0.6},
-            hovertext=hover,
-            hoverinfo="text",
-            width=0.5,
-        ),
-        row=1,
-        col=1,
+    _lane_bars(
+        fig,
+        ["GPU idle after syncs"] * len(syncs),
+        start,
+        syncs["rebuild_ns"],
+        t0,
+        "exposed idle window",
+        {"color": EXPOSED_COLOUR, "opacity": 0.6},
+        hover,
+        0.5,
     )
 
 
