@@ -89,40 +89,48 @@ def read_api(
     return api.drop(columns=["name_id"]), twins
 
 
+GPU_OP_KINDS = ("kernel", "memcpy", "memset", "graph")
+_GPU_OP_TABLES = (
+    ("CUPTI_ACTIVITY_KIND_KERNEL", {"name_id": "shortName"}),
+    (
+        "CUPTI_ACTIVITY_KIND_MEMCPY",
+        {"copy_kind": "copyKind", "src_kind": "srcKind", "dst_kind": "dstKind", "bytes": "bytes"},
+    ),
+    ("CUPTI_ACTIVITY_KIND_MEMSET", {"bytes": "bytes", "mem_kind": "memKind"}),
+    ("CUPTI_ACTIVITY_KIND_GRAPH_TRACE", {}),
+)
+_GPU_COMMON = {
+    "start": "start",
+    "end": "end",
+    "global_pid": "globalPid",
+    "device_id": "deviceId",
+    "stream_id": "streamId",
+    "correlation_id": "correlationId",
+}
+_GPU_EXTRA = ("name_id", "copy_kind", "src_kind", "dst_kind", "bytes", "mem_kind")
+_ENUMS = ("copy_kind", "src_kind", "dst_kind", "mem_kind")  # fit a byte: a sixth of the table at millions of ops
+
+
 def read_gpu_ops(db: ExportDb, strings: pd.Series) -> pd.DataFrame:
-    """Kernels, memcpys, memsets and whole-graph launches as one table of GPU intervals."""
-    common = {
-        "start": "start",
-        "end": "end",
-        "global_pid": "globalPid",
-        "device_id": "deviceId",
-        "stream_id": "streamId",
-        "correlation_id": "correlationId",
-    }
-    parts = []
-    for op, table, extra in (
-        ("kernel", "CUPTI_ACTIVITY_KIND_KERNEL", {"name_id": "shortName"}),
-        (
-            "memcpy",
-            "CUPTI_ACTIVITY_KIND_MEMCPY",
-            {"copy_kind": "copyKind", "src_kind": "srcKind", "dst_kind": "dstKind", "bytes": "bytes"},
-        ),
-        ("memset", "CUPTI_ACTIVITY_KIND_MEMSET", {"bytes": "bytes", "mem_kind": "memKind"}),
-        ("graph", "CUPTI_ACTIVITY_KIND_GRAPH_TRACE", {}),
-    ):
-        if db.has(table):
-            frame = db.select_ints(table, {**common, **extra}, where="start > 0")
-            frame["op"] = op
-            parts.append(frame)
-    columns = [*common, "name_id", "copy_kind", "src_kind", "dst_kind", "bytes", "mem_kind"]
-    ops = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame({c: [] for c in [*columns, "op"]})
-    ops = ops.reindex(columns=[*columns, "op"])
-    ops = _ints(ops, columns)
-    ops["op"] = pd.Categorical(ops["op"], categories=["kernel", "memcpy", "memset", "graph"])
-    # enum columns fit a byte; at millions of ops that is a sixth of the table
-    ops = ops.astype({"copy_kind": np.int8, "src_kind": np.int8, "dst_kind": np.int8, "mem_kind": np.int8})
-    ops["name"] = names_for(ops["name_id"], strings)
-    ops.loc[ops["op"] != "kernel", "name"] = np.nan
+    """Kernels, memcpys, memsets and whole-graph launches as one table of GPU intervals.
+
+    Every part gets every column (-1 where it does not apply) before they are stacked, so the table stays
+    int64 throughout: no float detour through NaN and back over millions of rows.
+    """
+    parts, kinds = [], []
+    for kind, (table, extra) in enumerate(_GPU_OP_TABLES):
+        frame = db.select_ints(table, {**_GPU_COMMON, **extra}, where="start > 0")
+        for column in _GPU_EXTRA:
+            if column not in frame:
+                frame[column] = np.int64(-1)
+        parts.append(frame[[*_GPU_COMMON, *_GPU_EXTRA]])
+        kinds.append(np.full(len(frame), kind, np.int8))
+    ops = pd.concat(parts, ignore_index=True)
+    ops = ops.astype({column: np.int8 for column in _ENUMS})
+    ops["op"] = pd.Categorical.from_codes(np.concatenate(kinds), categories=list(GPU_OP_KINDS))
+    kernel = ops["op"].to_numpy() == "kernel"
+    ops["name"] = names_for(np.where(kernel, ops["name_id"].to_numpy(), -1), strings)
+    ops["name"] = ops["name"].cat.set_categories([c for c in ops["name"].cat.categories if c != "<string -1>"])
     return ops.drop(columns=["name_id"])
 
 
