@@ -10,6 +10,7 @@ Usage: python benchmarks/bench_scale.py [ROWS ...]
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -44,12 +45,28 @@ k.merge(r, on=["globalPid", "correlationId"], how="left").sort_values("start_x")
 """
 
 
+def nsys_anchor(trace: Path) -> float | None:
+    """Wall time of `nsys analyze`'s gap rule (gpu_gaps, called gpu-starv before 2023) on the same file."""
+    nsys = shutil.which("nsys")
+    if nsys is None:
+        return None
+    for rule in ("gpu_gaps", "gpu-starv"):
+        start = time.perf_counter()
+        done = subprocess.run([nsys, "analyze", "--rule", rule, str(trace)], capture_output=True, timeout=600)
+        if done.returncode == 0 and b"ERROR" not in done.stderr:  # an unknown rule still exits 0
+            return time.perf_counter() - start
+    return None
+
+
 def main(sizes: tuple[int, ...]) -> None:
     folder = Path(os.environ.get("NSYNC_BENCH_DIR", "/tmp/nsync-bench"))
     folder.mkdir(parents=True, exist_ok=True)
     nsync = [sys.executable, "-m", "nsync", "analyze"]
     results = {}
-    print(f"{'rows':>12} {'file MiB':>9} {'nsync s':>8} {'nsync MiB':>10} {'M rows/s':>9} {'pandas floor s':>15}")
+    print(
+        f"{'rows':>12} {'file MiB':>9} {'nsync s':>8} {'nsync MiB':>10} {'M rows/s':>9} {'pandas floor s':>15} "
+        f"{'nsys analyze s':>15}"
+    )
     for rows in sizes:
         trace = folder / f"tiled-{rows // 1_000_000}m.sqlite"
         if not trace.exists():
@@ -66,10 +83,12 @@ def main(sizes: tuple[int, ...]) -> None:
             )
         wall, rss = measure([*nsync, str(trace), "--json", str(folder / f"{trace.stem}.json")])
         floor, _ = measure([sys.executable, "-c", PANDAS_FLOOR, str(trace)])
+        anchor = nsys_anchor(trace)
+        anchor_text = "-" if anchor is None else f"{anchor:.2f}"
         results[rows] = wall
         print(
             f"{counted:>12,} {trace.stat().st_size / 2**20:>9.0f} {wall:>8.2f} {rss:>10.0f} "
-            f"{counted / wall / 1e6:>9.2f} {floor:>15.2f}"
+            f"{counted / wall / 1e6:>9.2f} {floor:>15.2f} {anchor_text:>15}"
         )
     if 1_000_000 in results and 10_000_000 in results:
         print(f"10M / 1M wall time: {results[10_000_000] / results[1_000_000]:.1f}x (linear would be 10x)")
