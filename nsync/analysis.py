@@ -55,15 +55,7 @@ def analyze(
     """Analyse an nsys SQLite export (or an already loaded :class:`Trace`)."""
     config = config or AnalysisConfig()
     say = progress or (lambda _msg: None)
-    if isinstance(source, Trace):
-        trace = source
-    elif Path(source).suffix in (".nsys-rep", ".qdrep"):
-        from nsync.nsys import exported
-
-        with exported(Path(source), say) as sqlite:
-            trace = replace(load_trace(sqlite, progress=say, keep_api=is_relevant_api), path=Path(source))
-    else:
-        trace = load_trace(source, progress=say, keep_api=is_relevant_api)
+    trace = _trace(source, say)
     ops = ops_with_launch(trace)
     if not trace.has_cuda or ops.empty:
         return _empty(trace, config, NO_CUDA if not trace.has_cuda else NO_GPU_WORK)
@@ -81,16 +73,13 @@ def analyze(
     in_window = syncs.loc[inside].reset_index(drop=True)
     callsites = rank_callsites(in_window, stacks, steps.count)
     say("replaying what-if")
-    predicted = what_if(ops, syncs, steps, callsites, config.host_scale)
     warnings = list(trace.warnings)
-    if isinstance(predicted, str):
+    predicted = what_if(ops, syncs, steps, callsites, config.host_scale)
+    if isinstance(predicted, str):  # why it was skipped
         warnings.append(predicted)
         predicted = None
     else:
-        callsites["predicted_saving_ns_per_step"] = [
-            predicted.saving_ns.get((str(f), int(ln), str(fn)), np.nan)
-            for f, ln, fn in zip(callsites["file"], callsites["line"], callsites["function"])
-        ]
+        callsites = _with_savings(callsites, predicted)
     step_stats = _step_stats(steps, in_window, busy, ops)
     totals = _totals(in_window, busy, window, step_stats)
     totals["syncs_outside_window"] = int((~inside).sum())
@@ -114,6 +103,26 @@ def analyze(
         program=program_of(trace),
         kernel_time_ns=_kernel_time(trace.gpu_ops),
     )
+
+
+def _trace(source: str | Path | Trace, say: Callable[[str], None]) -> Trace:
+    """The loaded trace, exporting an .nsys-rep to a temporary SQLite first."""
+    if isinstance(source, Trace):
+        return source
+    if Path(source).suffix in (".nsys-rep", ".qdrep"):
+        from nsync.nsys import exported
+
+        with exported(Path(source), say) as sqlite:
+            return replace(load_trace(sqlite, progress=say, keep_api=is_relevant_api), path=Path(source))
+    return load_trace(source, progress=say, keep_api=is_relevant_api)
+
+
+def _with_savings(callsites: pd.DataFrame, predicted: WhatIf) -> pd.DataFrame:
+    saving = [
+        predicted.saving_ns.get((str(f), int(ln), str(fn)), np.nan)
+        for f, ln, fn in zip(callsites["file"], callsites["line"], callsites["function"])
+    ]
+    return callsites.assign(predicted_saving_ns_per_step=saving)
 
 
 def _kernel_time(gpu_ops: pd.DataFrame) -> dict[str, int]:
