@@ -114,23 +114,31 @@ _ENUMS = ("copy_kind", "src_kind", "dst_kind", "mem_kind")  # fit a byte: a sixt
 def read_gpu_ops(db: ExportDb, strings: pd.Series) -> pd.DataFrame:
     """Kernels, memcpys, memsets and whole-graph launches as one table of GPU intervals.
 
-    Every part gets every column (-1 where it does not apply) before they are stacked, so the table stays
-    int64 throughout: no float detour through NaN and back over millions of rows.
+    The int64 columns are copied once, from each table's arrays into one preallocated block that the
+    frame then uses as it is: at millions of ops every extra copy is hundreds of MB.
     """
-    parts, kinds = [], []
-    for kind, (table, extra) in enumerate(_GPU_OP_TABLES):
-        frame = db.select_ints(table, {**_GPU_COMMON, **extra}, where="start > 0")
-        for column in _GPU_EXTRA:
-            if column not in frame:
-                frame[column] = np.int64(-1)
-        parts.append(frame[[*_GPU_COMMON, *_GPU_EXTRA]])
-        kinds.append(np.full(len(frame), kind, np.int8))
-    ops = pd.concat(parts, ignore_index=True)
-    ops = ops.astype({column: np.int8 for column in _ENUMS})
-    ops["op"] = pd.Categorical.from_codes(np.concatenate(kinds), categories=list(GPU_OP_KINDS))
-    kernel = ops["op"].to_numpy() == "kernel"
-    ops["name"] = names_for(np.where(kernel, ops["name_id"].to_numpy(), -1), strings)
-    ops["name"] = ops["name"].cat.set_categories([c for c in ops["name"].cat.categories if c != "<string -1>"])
+    parts = [db.select_columns(table, {**_GPU_COMMON, **extra}, where="start > 0") for table, extra in _GPU_OP_TABLES]
+    sizes = [len(part["start"]) for part in parts]
+    wide = [*_GPU_COMMON, "name_id", "bytes"]
+    block = np.full((len(wide), sum(sizes)), -1, np.int64)
+    enums = {name: np.full(sum(sizes), -1, np.int8) for name in _ENUMS}
+    offset = 0
+    for part, size in zip(parts, sizes):
+        for row, name in enumerate(wide):
+            if name in part:
+                block[row, offset : offset + size] = part[name]
+        for name, column in enums.items():
+            if name in part:
+                column[offset : offset + size] = part[name]
+        offset += size
+    del parts
+    ops = pd.DataFrame(block.T, columns=wide, copy=False)
+    for name, column in enums.items():
+        ops[name] = column
+    kinds = np.repeat(np.arange(len(_GPU_OP_TABLES), dtype=np.int8), sizes)
+    ops["op"] = pd.Categorical.from_codes(kinds, categories=list(GPU_OP_KINDS))
+    names = names_for(np.where(kinds == 0, ops["name_id"].to_numpy(), -1), strings)
+    ops["name"] = names.set_categories([c for c in names.categories if c != "<string -1>"])
     return ops.drop(columns=["name_id"])
 
 
