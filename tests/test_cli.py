@@ -208,3 +208,11 @@ def test_readme_documents_every_exit_code():
     readme = (ROOT / "README.md").read_text()
     table = dict(re.findall(r"^\| `(\d+)` \| (.+?) \|$", readme, flags=re.M))
     assert {int(k) for k in table} == set(EXIT_CODES)
+
+
+def test_readme_lists_every_key_of_the_json():
+    data = json.loads(run("analyze", ROOT / "fixtures/h200/p4.sqlite.xz", "--json", "-").stdout)
+    block = (ROOT / "README.md").read_text().split('{"schema": "nsync.analysis/1"')[1].split("```")[0]
+    keys = set(data) | set(data["trace"]) | set(data["steps"]) | set(data["totals"]) | set(data["callsites"][0])
+    keys |= set(data["what_if"])
+    assert {k for k in keys - {"schema"} if f'"{k}"' not in block} == set()  # the split ate "schema"
