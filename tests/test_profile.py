@@ -201,3 +201,25 @@ def test_ctrl_c_stops_the_program_and_still_analyses_the_capture(tmp_path, echo)
     assert proc.returncode == 130, err
     assert (tmp_path / "nsync-out/echo args.sqlite").is_file()
     assert json.loads((tmp_path / "r.json").read_text())["schema"] == "nsync.analysis/1"
+
+
+def test_hang_watch_tells_a_running_program_from_one_that_left_only_a_zombie(monkeypatch):
+    from nsync.nsys import capture
+
+    running = subprocess.Popen(
+        [sys.executable, "-c", "import subprocess, time; subprocess.Popen(['sleep', '30']); time.sleep(30)"]
+    )
+    zombie = subprocess.Popen([sys.executable, "-c", "import os, time\nif os.fork() == 0: os._exit(0)\ntime.sleep(30)"])
+    try:
+        time.sleep(1)
+        assert capture.program_running(running.pid)
+        assert not capture.program_running(zombie.pid)  # like nsys whose launched program has exited
+        monkeypatch.setattr(capture, "HANG_S", 0)
+        watch = capture.HangWatch(zombie.pid)
+        assert [watch.hung(), watch.hung()] == [True, False]  # said once
+        assert not capture.HangWatch(running.pid).hung()
+    finally:
+        subprocess.run(["pkill", "-P", str(running.pid)], check=False)  # its sleep
+        for proc in (running, zombie):
+            proc.kill()
+            proc.wait()

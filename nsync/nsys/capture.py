@@ -8,6 +8,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import tempfile
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -98,10 +99,18 @@ def run_capture(nsys: Nsys, command: Sequence[str], options: CaptureOptions, say
     except OSError as err:
         raise NsysError(f"cannot start {nsys.path}: {err.strerror}") from err
     interrupted = False
+    watch = HangWatch(proc.pid)
     while True:
         try:
-            code = proc.wait()
+            code = proc.wait(timeout=POLL_S)
             break
+        except subprocess.TimeoutExpired:
+            if watch.hung():
+                say(
+                    f"note: nsys is still running {HANG_S} s after the program ended; nsys 2022.4 with CPU "
+                    "sampling sometimes hangs here. Ctrl-C makes it write what it captured; "
+                    "--no-cpu-sampling avoids the hang"
+                )
         except KeyboardInterrupt:
             if interrupted:  # a second Ctrl-C: stop waiting for nsys to finish its report
                 proc.kill()
@@ -115,6 +124,56 @@ def run_capture(nsys: Nsys, command: Sequence[str], options: CaptureOptions, say
     if report is None:
         raise NsysError(f"nsys exited with code {code} and wrote no report ({options.base}.nsys-rep)")
     return CaptureResult(report=report, exit_code=code, interrupted=interrupted, notes=notes)
+
+
+POLL_S = 5
+HANG_S = 120
+
+
+class HangWatch:
+    """Notices when the profiled program is gone (nothing under nsys but zombies) and nsys still runs."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.ended_at: float | None = None
+        self.said = False
+
+    def hung(self) -> bool:
+        """True once, HANG_S after the program ended with nsys still running (Linux /proc; else never)."""
+        if self.said:
+            return False
+        if program_running(self.pid):
+            self.ended_at = None
+            return False
+        self.ended_at = self.ended_at or time.monotonic()
+        self.said = time.monotonic() - self.ended_at >= HANG_S
+        return self.said
+
+
+def program_running(pid: int) -> bool:
+    """Whether any process below ``pid`` is still alive (not a zombie). True when /proc cannot tell."""
+    children: dict[int, list[int]] = {}
+    states: dict[int, str] = {}
+    try:
+        entries = [e for e in Path("/proc").iterdir() if e.name.isdigit()]
+    except OSError:
+        return True
+    for entry in entries:
+        try:
+            _, rest = (entry / "stat").read_text().rsplit(")", 1)
+        except OSError:
+            continue
+        fields = rest.split()
+        states[int(entry.name)] = fields[0]
+        children.setdefault(int(fields[1]), []).append(int(entry.name))
+    if not states:
+        return True
+    pending, alive = list(children.get(pid, [])), False
+    while pending:
+        child = pending.pop()
+        alive |= states.get(child, "Z") != "Z"
+        pending.extend(children.get(child, []))
+    return alive
 
 
 def _signal_name(number: int) -> str:
