@@ -74,26 +74,25 @@ def detect_syncs(trace: Trace, ops: pd.DataFrame) -> pd.DataFrame:
     """
     api = trace.api.reset_index(drop=True)
     names = api["api"].astype("category")
-    kind_of_name = {name: _kind_of_name(str(name)) for name in names.cat.categories}
-    async_of_name = {name: "Async" in str(name) for name in names.cat.categories}
-    base = pd.DataFrame(
+    codes = names.cat.codes.to_numpy()
+    # classify each distinct name once; code -1 (no name) lands on the trailing ""
+    kind_of_code = np.array([_kind_of_name(str(c)) for c in names.cat.categories] + [""], dtype=object)
+    async_of_code = np.array(["Async" in str(c) for c in names.cat.categories] + [False])
+    rows = np.flatnonzero(kind_of_code[codes] != "")
+    candidates = pd.DataFrame(
         {
-            "call_row": np.arange(len(api)),
-            "start": api["start"],
-            "end": api["end"],
-            "global_tid": api["global_tid"],
-            "global_pid": api["global_pid"],
-            "correlation_id": api["correlation_id"],
-            "api": names,
+            "call_row": rows,
+            **{
+                col: api[col].to_numpy()[rows] for col in ("start", "end", "global_tid", "global_pid", "correlation_id")
+            },
+            "api": names.to_numpy()[rows],
+            "is_async": async_of_code[codes[rows]],
+            "kind": kind_of_code[codes[rows]],
         }
     )
-    kind = names.map(kind_of_name).astype(object).to_numpy() if len(api) else np.zeros(0, object)
-    base["is_async"] = names.map(async_of_name).astype(bool).to_numpy() if len(api) else np.zeros(0, bool)
-    base["kind"] = kind
-    candidates = base.loc[kind != ""].copy()
     candidates = _attach_copy(candidates, ops)
     candidates = _classify_copies(candidates)
-    candidates = _mark_reads(candidates, base, ops)
+    candidates = _mark_reads(candidates, api, ops)
     candidates = _resolve_scope(candidates, trace, ops)
     return candidates[SYNC_COLUMNS].sort_values(["start", "global_tid"]).reset_index(drop=True)
 
@@ -182,15 +181,22 @@ def _classify_copies(calls: pd.DataFrame) -> pd.DataFrame:
 
 def _mark_reads(syncs: pd.DataFrame, calls: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
     """A stream sync right after a device-to-host copy on the same thread is a value read (.item())."""
-    order = calls.sort_values(["global_tid", "start"])
-    prev_row = order["call_row"].shift(1)
-    same_thread = order["global_tid"].eq(order["global_tid"].shift(1))
-    previous = pd.Series(np.where(same_thread, prev_row, -1), index=order["call_row"].to_numpy())
+    tid, start = calls["global_tid"].to_numpy(), calls["start"].to_numpy()
+    order = np.lexsort((start, tid))
+    previous = np.full(len(calls), -1, np.int64)
+    same_thread = tid[order[1:]] == tid[order[:-1]]
+    previous[order[1:]] = np.where(same_thread, order[:-1], -1)
     dtoh = ops.loc[(ops["op"] == "memcpy") & (ops["copy_kind"] == 2), ["global_pid", "correlation_id"]]
-    dtoh_calls = calls.merge(dtoh, on=["global_pid", "correlation_id"])["call_row"].to_numpy()
-    is_stream = syncs["kind"] == SyncKind.STREAM
-    after_read = np.isin(previous.reindex(syncs["call_row"]).to_numpy(), dtoh_calls)
-    syncs.loc[is_stream & after_read, "kind"] = SyncKind.READ
+    is_stream = (syncs["kind"] == SyncKind.STREAM).to_numpy()
+    before = previous[syncs["call_row"].to_numpy()[is_stream]]
+    found = before >= 0
+    keys = pd.MultiIndex.from_arrays(
+        [calls["global_pid"].to_numpy()[before[found]], calls["correlation_id"].to_numpy()[before[found]]]
+    )
+    after_read = np.zeros(len(before), bool)
+    after_read[found] = keys.isin(pd.MultiIndex.from_frame(dtoh))
+    stream_rows = np.flatnonzero(is_stream)
+    syncs.loc[syncs.index[stream_rows[after_read]], "kind"] = SyncKind.READ
     return syncs
 
 
