@@ -16,7 +16,7 @@ from nsync.detect import detect_syncs, is_relevant_api
 from nsync.excerpt import TimelineExcerpt, timeline_excerpt
 from nsync.load import Stack, Trace, load_trace
 from nsync.replay import WhatIf, what_if
-from nsync.steps import Steps, find_steps
+from nsync.steps import Steps, find_steps, gpu_step_times
 from nsync.timeline import BusyUnion, ops_with_launch
 
 SCHEMA = "nsync.analysis/1"
@@ -190,31 +190,6 @@ def _totals(
     }
 
 
-def gpu_step_durations(steps: Steps, ops: pd.DataFrame) -> np.ndarray:
-    """Each step's time on the GPU: from the end of the previous step's work to the end of its own.
-
-    A step's work is what was launched inside its range. When the host runs ahead (no syncs), NVTX ranges
-    time the host's enqueueing, not the GPU; successive GPU completions time the throughput either way.
-    """
-    table = steps.table
-    if table.empty or ops.empty:
-        return np.full(len(table), np.nan)
-    starts, ends = table["start"].to_numpy(np.int64), table["end"].to_numpy(np.int64)
-    launch = ops["launch_start"].to_numpy(np.int64)
-    k = np.searchsorted(starts, launch, side="right") - 1
-    inside = (k >= 0) & (launch < ends[np.clip(k, 0, None)])
-    last_end = np.full(len(table), np.nan)
-    first_start = np.full(len(table), np.nan)
-    frame = pd.DataFrame(
-        {"k": k[inside], "start": ops["start"].to_numpy()[inside], "end": ops["end"].to_numpy()[inside]}
-    )
-    grouped = frame.groupby("k")
-    last_end[grouped["end"].max().index] = grouped["end"].max().to_numpy()
-    first_start[grouped["start"].min().index] = grouped["start"].min().to_numpy()
-    previous = np.concatenate([[first_start[0]], last_end[:-1]])
-    return last_end - previous
-
-
 def _step_stats(
     steps: Steps, syncs: pd.DataFrame, busy: dict[tuple[int, int], BusyUnion], ops: pd.DataFrame
 ) -> pd.DataFrame:
@@ -231,7 +206,9 @@ def _step_stats(
             "start": starts,
             "end": ends,
             "duration_ns": ends - starts,
-            "gpu_duration_ns": gpu_step_durations(steps, ops)[steps.warmup :],
+            "gpu_duration_ns": gpu_step_times(
+                steps, ops["launch_start"].to_numpy(np.int64), ops["start"].to_numpy(), ops["end"].to_numpy()
+            )[steps.warmup :],
             "gpu_idle_ns": gpu_idle,
             "exposed_idle_ns": exposed[: len(table)].astype(np.int64),
             "sync_count": count[: len(table)],

@@ -37,9 +37,8 @@ class TimelineExcerpt:
 
 def choose_window(steps: Steps, syncs: pd.DataFrame, window: tuple[int, int]) -> tuple[int, int, str]:
     analysed = steps.analysed.reset_index(drop=True)
-    if len(analysed):
-        durations = (analysed["end"] - analysed["start"]).to_numpy()
-        k = int(np.argmin(np.abs(durations - np.median(durations))))
+    k = steps.median_index()
+    if k is not None:
         first, last = max(0, k - 1), min(len(analysed) - 1, k + 1)
         return (
             int(analysed["start"][first]),

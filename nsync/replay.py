@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from nsync.steps import Steps
+from nsync.steps import Steps, gpu_step_times
 
 DEFAULT_LATENCY_NS = 5_000
 
@@ -204,18 +204,9 @@ def replay(model: ReplayModel, released: np.ndarray, host_scale: float = 1.0) ->
 
 
 def step_times_ns(model: ReplayModel, new_end: np.ndarray) -> np.ndarray:
-    """GPU step times (as in the analysis: successive ends of each step's work) for replayed op ends."""
-    table = model.steps.table
-    if table.empty:
-        return np.zeros(0)
-    starts, ends = table["start"].to_numpy(np.int64), table["end"].to_numpy(np.int64)
-    k = np.searchsorted(starts, model.op_launch_start, side="right") - 1
-    inside = (k >= 0) & (model.op_launch_start < ends[np.clip(k, 0, None)])
-    last = pd.Series(new_end[inside]).groupby(k[inside]).max()
-    step_end = np.full(len(table), np.nan)
-    step_end[last.index.to_numpy()] = last.to_numpy()
-    durations = np.diff(step_end)
-    return durations[max(model.steps.warmup - 1, 0) :]
+    """The analysed steps' GPU step times, measured as the analysis measures them, for replayed op ends."""
+    times = gpu_step_times(model.steps, model.op_launch_start, new_end - model.op_dur, new_end)
+    return times[model.steps.warmup :]
 
 
 MAX_SITES = 10

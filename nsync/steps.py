@@ -35,6 +35,36 @@ class Steps:
     def count(self) -> int:
         return len(self.analysed)
 
+    def median_index(self) -> int | None:
+        """Position (among analysed steps) of the step whose length is closest to the median."""
+        analysed = self.analysed
+        if analysed.empty:
+            return None
+        durations = (analysed["end"] - analysed["start"]).to_numpy()
+        return int(np.argmin(np.abs(durations - np.median(durations))))
+
+
+def gpu_step_times(steps: Steps, launch_start: np.ndarray, gpu_start: np.ndarray, gpu_end: np.ndarray) -> np.ndarray:
+    """Each step's time on the GPU (all steps): from the end of the previous step's work to the end of its own.
+
+    A step's work is what was launched inside its range. When the host runs ahead (no syncs), NVTX ranges
+    time the host's enqueueing, not the GPU; successive GPU completions time the throughput either way.
+    Shared by the analysis (measured ends) and the what-if replay (replayed ends).
+    """
+    table = steps.table
+    if table.empty or len(launch_start) == 0:
+        return np.full(len(table), np.nan)
+    starts, ends = table["start"].to_numpy(np.int64), table["end"].to_numpy(np.int64)
+    k = np.searchsorted(starts, launch_start, side="right") - 1
+    inside = (k >= 0) & (launch_start < ends[np.clip(k, 0, None)])
+    frame = pd.DataFrame({"k": k[inside], "start": gpu_start[inside], "end": gpu_end[inside]}).groupby("k")
+    last_end, first_start = np.full(len(table), np.nan), np.full(len(table), np.nan)
+    ends_of = frame["end"].max()
+    starts_of = frame["start"].min()
+    last_end[ends_of.index.to_numpy()] = ends_of.to_numpy()
+    first_start[starts_of.index.to_numpy()] = starts_of.to_numpy()
+    return last_end - np.concatenate([[first_start[0]], last_end[:-1]])
+
 
 def normalise_range_name(name: str) -> str:
     """``ProfilerStep#12`` and ``iter3`` -> ``ProfilerStep#N`` and ``iterN``."""

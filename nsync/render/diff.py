@@ -11,18 +11,13 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from nsync.render.json import ns_to_ms
 from nsync.render.markdown import cell, code_span
 
 if TYPE_CHECKING:
     from nsync.diff import Diff
 
 VERDICT_STYLE = {"regression": "bold red", "improvement": "bold green", "no-change": "bold", "inconclusive": "yellow"}
-
-
-def _ms(value_ns: float | None) -> float | None:
-    if value_ns is None or (isinstance(value_ns, float) and math.isnan(value_ns)):
-        return None
-    return round(float(value_ns) / 1e6, 6)
 
 
 def _side(analysis: Any) -> dict[str, Any]:
@@ -46,9 +41,9 @@ def diff_to_dict(result: Diff) -> dict[str, Any]:
             "baseline_line": None if math.isnan(row["line_b"]) else int(row["line_b"]),
             "function": row["function"],
             "status": row["status"],
-            "baseline_exposed_idle_ms_per_step": _ms(row["per_step_ns_b"]),
-            "candidate_exposed_idle_ms_per_step": _ms(row["per_step_ns_c"]),
-            "delta_ms_per_step": _ms(row["delta_ns"]),
+            "baseline_exposed_idle_ms_per_step": ns_to_ms(row["per_step_ns_b"]),
+            "candidate_exposed_idle_ms_per_step": ns_to_ms(row["per_step_ns_c"]),
+            "delta_ms_per_step": ns_to_ms(row["delta_ns"]),
         }
         for row in result.callsites.astype({"line_b": float, "line_c": float}).to_dict("records")
     ]

@@ -64,12 +64,11 @@ def _lane_bars(
 
 def median_step_window(analysis: Analysis) -> tuple[int, int] | None:
     """The analysed step whose length is closest to the median (it is always inside the excerpt)."""
-    steps = analysis.steps.analysed
-    if steps.empty:
+    k = analysis.steps.median_index()
+    if k is None:
         return None
-    durations = (steps["end"] - steps["start"]).to_numpy()
-    k = int(np.argmin(np.abs(durations - np.median(durations))))
-    return int(steps["start"].iloc[k]), int(steps["end"].iloc[k])
+    step = analysis.steps.analysed.iloc[k]
+    return int(step["start"]), int(step["end"])
 
 
 def _clip(excerpt: TimelineExcerpt, window: tuple[int, int]) -> TimelineExcerpt:

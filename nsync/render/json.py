@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 NS_PER_MS = 1e6
 
 
-def _ms(value_ns: float | None) -> float | None:
+def ns_to_ms(value_ns: float | None) -> float | None:
     if value_ns is None or (isinstance(value_ns, float) and math.isnan(value_ns)):
         return None
     return round(float(value_ns) / NS_PER_MS, 6)
@@ -44,22 +44,22 @@ def analysis_to_dict(analysis: Analysis, top: int | None = None) -> dict[str, An
         },
         "steps": {
             "count": steps.count,
-            "median_ms": _ms(float(durations.median())) if len(durations) else None,
-            "gpu_median_ms": _ms(float(gpu_durations.median())) if len(gpu_durations) else None,
+            "median_ms": ns_to_ms(float(durations.median())) if len(durations) else None,
+            "gpu_median_ms": ns_to_ms(float(gpu_durations.median())) if len(gpu_durations) else None,
             "source": steps.source,
             "total": len(steps.table),
             "warmup_skipped": steps.warmup,
         },
         "window": {"start_ns": analysis.window_ns[0], "end_ns": analysis.window_ns[1]},
         "totals": {
-            "span_ms": _ms(totals["span_ns"]),
-            "gpu_idle_ms": _ms(gpu_idle),
-            "gpu_busy_ms": _ms(totals["gpu_busy_ns"]),
-            "exposed_idle_ms": _ms(totals["exposed_idle_ns"]),
-            "host_wait_ms": _ms(totals["host_wait_ns"]),
+            "span_ms": ns_to_ms(totals["span_ns"]),
+            "gpu_idle_ms": ns_to_ms(gpu_idle),
+            "gpu_busy_ms": ns_to_ms(totals["gpu_busy_ns"]),
+            "exposed_idle_ms": ns_to_ms(totals["exposed_idle_ns"]),
+            "host_wait_ms": ns_to_ms(totals["host_wait_ns"]),
             "sync_count": totals["sync_count"],
             "syncs_outside_window": totals.get("syncs_outside_window", 0),
-            "predicted_step_ms_without_syncs": _ms(analysis.what_if.without_syncs_step_ns)
+            "predicted_step_ms_without_syncs": ns_to_ms(analysis.what_if.without_syncs_step_ns)
             if analysis.what_if
             else None,
         },
@@ -75,10 +75,10 @@ def _what_if(analysis: Analysis) -> dict[str, Any] | None:
     if predicted is None:
         return None
     return {
-        "replayed_step_ms": _ms(predicted.replayed_step_ns),
-        "unprofiled_step_ms": _ms(predicted.unprofiled_step_ns),
+        "replayed_step_ms": ns_to_ms(predicted.replayed_step_ns),
+        "unprofiled_step_ms": ns_to_ms(predicted.unprofiled_step_ns),
         "host_scale": predicted.host_scale,
-        "predicted_step_ms_without_syncs": _ms(predicted.without_syncs_step_ns),
+        "predicted_step_ms_without_syncs": ns_to_ms(predicted.without_syncs_step_ns),
         "launch_latency_us": round(predicted.latency_ns / 1e3, 3),
         "note": predicted.note,
     }
@@ -92,17 +92,17 @@ def _callsite(row: dict[str, Any], gpu_idle_ns: int) -> dict[str, Any]:
         "count": int(row["count"]),
         "syncs_per_step": _num(row["syncs_per_step"]),
         "executions_per_step": _num(row["executions_per_step"]),
-        "exposed_idle_ms": _ms(row["exposed_idle_ns"]),
-        "exposed_idle_ms_per_step": _ms(row["exposed_idle_ns_per_step"]),
-        "host_wait_ms": _ms(row["host_wait_ns"]),
-        "host_wait_ms_per_step": _ms(row["host_wait_ns_per_step"]),
-        "lead_before_ms_mean": _ms(row["lead_before_ns_mean"]),
+        "exposed_idle_ms": ns_to_ms(row["exposed_idle_ns"]),
+        "exposed_idle_ms_per_step": ns_to_ms(row["exposed_idle_ns_per_step"]),
+        "host_wait_ms": ns_to_ms(row["host_wait_ns"]),
+        "host_wait_ms_per_step": ns_to_ms(row["host_wait_ns_per_step"]),
+        "lead_before_ms_mean": ns_to_ms(row["lead_before_ns_mean"]),
         "share_of_gpu_idle": _num(row["exposed_idle_ns"] / gpu_idle_ns) if gpu_idle_ns else None,
         "apis": list(row["apis"]),
         "kinds": list(row["kinds"]),
         "copy_directions": list(row["copy_directions"]),
         "stack": [{"function": f.function, "file": f.file, "line": f.line} for f in row["stack"]],
-        "predicted_saving_ms_per_step": _ms(row.get("predicted_saving_ns_per_step")),
+        "predicted_saving_ms_per_step": ns_to_ms(row.get("predicted_saving_ns_per_step")),
         "callsite_source": row["callsite_source"],
         "short_hint": row["short_hint"],
         "hint": row["hint"],
