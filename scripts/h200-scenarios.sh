@@ -1,13 +1,7 @@
 #!/usr/bin/env bash
 # On an H200 machine: time each scenario unprofiled (2 runs per mode), capture each mode with
-# `nsync profile`, sanitize the exports and compress them into $OUT. Needs .libdw/ (see h200-profile-check.sh).
-set -uo pipefail
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-OUT=${OUT:-/tmp/nsync-h200}
-mkdir -p "$OUT"
-export PYTHONUNBUFFERED=1 PYTHONPATH=$ROOT
-NSYS=${NSYS:-/opt/nvidia/nsight-compute/2025.3.1/host/target-linux-x64/nsys}
-cd "$ROOT/fixtures/h200"
+# `nsync profile`, sanitize the exports and compress them into $OUT.
+source "$(dirname "$0")/h200-env.sh"
 for w in "$@"; do
   for mode in healthy degraded; do for i in 1 2; do python3 "$w.py" "$mode" 2>&1 | grep RESULT; done; done
   for mode in healthy degraded; do
