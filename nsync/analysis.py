@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from nsync.attribute import attribute_syncs, device_busy
+from nsync.attribute import attribute_syncs, device_busy, lead_curves
 from nsync.callsites import assign_stacks, label_callsites, rank_callsites
 from nsync.config import AnalysisConfig
 from nsync.detect import detect_syncs, is_relevant_api
@@ -17,7 +17,7 @@ from nsync.excerpt import TimelineExcerpt, timeline_excerpt
 from nsync.load import Stack, Trace, load_trace
 from nsync.replay import WhatIf, what_if
 from nsync.steps import Steps, find_steps, gpu_step_times
-from nsync.timeline import BusyUnion, ops_with_launch
+from nsync.timeline import BusyUnion
 
 SCHEMA = "nsync.analysis/1"
 NO_CUDA = "no CUDA activity in this trace: nothing to attribute (was the program run on a GPU, with -t cuda?)"
@@ -56,7 +56,7 @@ def analyze(
     config = config or AnalysisConfig()
     say = progress or (lambda _msg: None)
     trace = _trace(source, say)
-    ops = ops_with_launch(trace)
+    ops = trace.gpu_ops
     if not trace.has_cuda or ops.empty:
         return _empty(trace, config, NO_CUDA if not trace.has_cuda else NO_GPU_WORK)
     say("detecting syncs")
@@ -65,7 +65,8 @@ def analyze(
     busy = device_busy(trace, ops)
     say("attributing GPU idle")
     window = _window(steps, ops)
-    syncs = attribute_syncs(ops, syncs, steps, busy, config, window[1])
+    curves = lead_curves(ops, syncs["global_tid"].to_numpy(), config)
+    syncs = attribute_syncs(ops, syncs, steps, busy, config, window[1], curves)
     syncs, stacks = assign_stacks(trace, syncs)
     syncs = label_callsites(syncs, stacks)
     # per-step figures cover only what happens inside the analysed steps
@@ -98,7 +99,7 @@ def analyze(
         totals=totals,
         warnings=warnings,
         what_if=predicted,
-        timeline=timeline_excerpt(trace, ops, syncs, steps, window, config),
+        timeline=timeline_excerpt(trace, ops, syncs, steps, window, curves),
         thread_names=dict(zip(trace.threads["global_tid"].tolist(), trace.threads["name"].astype(str).tolist())),
         program=program_of(trace),
         kernel_time_ns=_kernel_time(trace.gpu_ops),
@@ -126,9 +127,13 @@ def _with_savings(callsites: pd.DataFrame, predicted: WhatIf) -> pd.DataFrame:
 
 
 def _kernel_time(gpu_ops: pd.DataFrame) -> dict[str, int]:
-    kernels = gpu_ops.loc[gpu_ops["op"] == "kernel"]
-    totals = (kernels["end"] - kernels["start"]).groupby(kernels["name"], observed=True).sum()
-    return {str(k): int(v) for k, v in totals.items()}
+    kernel = (gpu_ops["op"] == "kernel").to_numpy()
+    names = gpu_ops["name"].cat
+    codes = names.codes.to_numpy()[kernel]
+    duration = (gpu_ops["end"].to_numpy() - gpu_ops["start"].to_numpy())[kernel]
+    named = codes >= 0
+    totals = np.bincount(codes[named], weights=duration[named], minlength=len(names.categories))
+    return {str(name): int(total) for name, total in zip(names.categories, totals) if total > 0}
 
 
 def program_of(trace: Trace) -> str:

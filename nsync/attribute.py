@@ -27,9 +27,10 @@ import numpy as np
 import pandas as pd
 
 from nsync.config import AnalysisConfig
+from nsync.keys import take_matched
 from nsync.load import Trace
 from nsync.steps import Steps
-from nsync.timeline import BusyUnion, running_max_at
+from nsync.timeline import BusyUnion, GroupedTimes, group_codes, running_max_at
 
 NO_TIME = np.iinfo(np.int64).max
 
@@ -70,39 +71,54 @@ class LeadCurve:
         return np.where(self.lead_at(t) >= self.threshold_ns, t, found_at)
 
 
+def lead_curves(ops: pd.DataFrame, threads: np.ndarray, config: AnalysisConfig) -> dict[int, LeadCurve]:
+    """The lead curve of each of ``threads``, from one sort of all ops by (launching thread, launch end)."""
+    threads = np.unique(np.asarray(threads, np.int64))
+    op_codes, thread_codes = group_codes([ops["launch_tid"].to_numpy()], [threads])
+    by_thread = GroupedTimes(op_codes, ops["launch_end"].to_numpy())
+    gpu_end = ops["end"].to_numpy()[by_thread.order]
+    slices = {code: (first, end) for code, first, end in by_thread.groups()}
+    curves = {}
+    for tid, code in zip(threads.tolist(), thread_codes.tolist()):
+        first, end = slices.get(code, (0, 0))
+        curves[tid] = LeadCurve.of(by_thread.times[first:end], gpu_end[first:end], config)
+    return curves
+
+
 def device_busy(trace: Trace, ops: pd.DataFrame) -> dict[tuple[int, int], BusyUnion]:
     """The GPU-busy union per (process, device): ops plus the overhead nsys itself counts as busy."""
     unions = {}
     extra = trace.gpu_busy_extra
-    for (pid, device), group in ops.groupby(["global_pid", "device_id"], sort=True):
-        mine = extra.loc[extra["global_pid"] == pid]
-        unions[(int(pid), int(device))] = BusyUnion(
-            np.concatenate([group["start"].to_numpy(), mine["start"].to_numpy()]),
-            np.concatenate([group["end"].to_numpy(), mine["end"].to_numpy()]),
+    pid, device = ops["global_pid"].to_numpy(), ops["device_id"].to_numpy()
+    (codes,) = group_codes([pid, device])
+    by_device = GroupedTimes(codes, ops["start"].to_numpy())  # each device's ops come out sorted by start
+    ends = ops["end"].to_numpy()[by_device.order]
+    for _code, first, end in by_device.groups():
+        row = by_device.order[first]
+        mine = extra.loc[extra["global_pid"] == pid[row]]
+        unions[(int(pid[row]), int(device[row]))] = BusyUnion(
+            np.concatenate([by_device.times[first:end], mine["start"].to_numpy()]),
+            np.concatenate([ends[first:end], mine["end"].to_numpy()]),
         )
-    return unions
+    return dict(sorted(unions.items()))
 
 
 def drain_points(syncs: pd.DataFrame, ops: pd.DataFrame) -> np.ndarray:
     """End of the last op each sync waited for (its stream or whole device, launched by the cutoff)."""
     drain = np.full(len(syncs), -1, np.int64)
-    ops = ops[["global_pid", "device_id", "stream_id", "launch_start", "end"]].sort_values("launch_start")
-    for scope_stream, by_scope in (
-        (True, ["global_pid", "device_id", "scope_stream_id"]),
-        (False, ["global_pid", "device_id"]),
-    ):
-        wanted = syncs["scope_stream_id"] >= 0 if scope_stream else syncs["scope_stream_id"] < 0
-        op_keys = ["global_pid", "device_id", "stream_id"] if scope_stream else ["global_pid", "device_id"]
-        op_groups = ops.groupby(op_keys, sort=False).indices
-        for key, rows in syncs.loc[wanted].groupby(by_scope, sort=False).indices.items():
-            idx = op_groups.get(key if isinstance(key, tuple) else (key,))
-            if idx is None:
-                continue
-            chosen = ops.iloc[idx]
-            targets = syncs.index[wanted][rows]
-            drain[targets] = running_max_at(
-                chosen["launch_start"].to_numpy(), chosen["end"].to_numpy(), syncs.loc[targets, "cutoff_ns"].to_numpy()
-            )
+    stream_scoped = syncs["scope_stream_id"].to_numpy() >= 0
+    for scoped in (True, False):
+        wanted = stream_scoped == scoped
+        if not wanted.any():
+            continue
+        op_columns = ["global_pid", "device_id", "stream_id"] if scoped else ["global_pid", "device_id"]
+        sync_columns = ["global_pid", "device_id", "scope_stream_id"] if scoped else ["global_pid", "device_id"]
+        op_codes, sync_codes = group_codes(
+            [ops[c].to_numpy() for c in op_columns], [syncs[c].to_numpy()[wanted] for c in sync_columns]
+        )
+        launched = GroupedTimes(op_codes, ops["launch_start"].to_numpy())
+        position = launched.last_at(sync_codes, syncs["cutoff_ns"].to_numpy()[wanted])
+        drain[wanted] = take_matched(launched.running_max(ops["end"].to_numpy()), position)
     return drain
 
 
@@ -113,10 +129,12 @@ def attribute_syncs(
     busy: dict[tuple[int, int], BusyUnion],
     config: AnalysisConfig,
     window_end_ns: int,
+    curves: dict[int, LeadCurve] | None = None,
 ) -> pd.DataFrame:
     """Add wait_ns, lead_before_ns, drain_ns, rebuild_ns, exposed_idle_ns and step to each sync.
 
     No rebuild point lies beyond ``window_end_ns``, the end of the analysed steps (or of the GPU work).
+    ``curves`` (from :func:`lead_curves`) saves sorting the ops again when the caller has them.
     """
     syncs = syncs.sort_values(["global_tid", "start"]).reset_index(drop=True)
     s0, s1 = syncs["start"].to_numpy(np.int64), syncs["end"].to_numpy(np.int64)
@@ -130,9 +148,9 @@ def attribute_syncs(
     bound = np.minimum(bound, _step_end_after(steps.table, s1))
     lead_before = np.zeros(len(syncs), np.int64)
     rebuilt = np.full(len(syncs), NO_TIME, np.int64)
+    curves = curves if curves is not None else lead_curves(ops, tids, config)
     for tid, rows in syncs.groupby("global_tid", sort=False).indices.items():
-        mine = ops.loc[ops["launch_tid"] == tid, ["launch_end", "end"]]
-        curve = LeadCurve.of(mine["launch_end"].to_numpy(), mine["end"].to_numpy(), config)
+        curve = curves[int(tid)]
         lead_before[rows] = curve.lead_at(s0[rows])
         rebuilt[rows] = curve.rebuilt_after(s1[rows])
     drain = syncs["drain_ns"].to_numpy()

@@ -9,7 +9,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from nsync.keys import match_rows, take_matched
 from nsync.load import Trace
+from nsync.timeline import GroupedTimes, group_codes
 
 DEVICE_SYNC_APIS = frozenset({"cudaDeviceSynchronize", "cudaThreadSynchronize", "cuCtxSynchronize"})
 STREAM_SYNC_APIS = frozenset({"cudaStreamSynchronize", "cuStreamSynchronize"})
@@ -85,7 +87,7 @@ def detect_syncs(trace: Trace, ops: pd.DataFrame) -> pd.DataFrame:
             **{
                 col: api[col].to_numpy()[rows] for col in ("start", "end", "global_tid", "global_pid", "correlation_id")
             },
-            "api": names.to_numpy()[rows],
+            "api": np.append(names.cat.categories.to_numpy(object), "")[codes[rows]],
             "is_async": async_of_code[codes[rows]],
             "kind": kind_of_code[codes[rows]],
         }
@@ -132,27 +134,35 @@ def _kind_of_name(name: str) -> str:
     return ""
 
 
+_COPY_COLUMNS = {
+    "start": "op_start",
+    "end": "op_end",
+    "device_id": "op_device",
+    "stream_id": "op_stream",
+    "copy_kind": "copy_kind",
+    "src_kind": "src_kind",
+    "dst_kind": "dst_kind",
+    "bytes": "bytes",
+    "mem_kind": "mem_kind",
+}
+
+
 def _attach_copy(calls: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
-    copies = ops.loc[
-        ops["op"].isin(["memcpy", "memset"]),
-        [
-            "global_pid",
-            "correlation_id",
-            "start",
-            "end",
-            "device_id",
-            "stream_id",
-            "copy_kind",
-            "src_kind",
-            "dst_kind",
-            "bytes",
-            "mem_kind",
-        ],
-    ]
-    copies = copies.drop_duplicates(["global_pid", "correlation_id"]).rename(
-        columns={"start": "op_start", "end": "op_end", "device_id": "op_device", "stream_id": "op_stream"}
+    """The memcpy or memset row each call launched (same process and correlationId), NaN where none."""
+    copies = np.flatnonzero(ops["op"].isin(["memcpy", "memset"]).to_numpy())
+    row = match_rows(
+        calls["global_pid"].to_numpy(),
+        calls["correlation_id"].to_numpy(),
+        ops["global_pid"].to_numpy()[copies],
+        ops["correlation_id"].to_numpy()[copies],
     )
-    return calls.merge(copies, on=["global_pid", "correlation_id"], how="left")
+    found = row >= 0
+    op_row = copies[row[found]]
+    for column, name in _COPY_COLUMNS.items():
+        values = np.full(len(calls), np.nan)
+        values[found] = ops[column].to_numpy()[op_row]
+        calls[name] = values
+    return calls
 
 
 def _classify_copies(calls: pd.DataFrame) -> pd.DataFrame:
@@ -186,15 +196,16 @@ def _mark_reads(syncs: pd.DataFrame, calls: pd.DataFrame, ops: pd.DataFrame) -> 
     previous = np.full(len(calls), -1, np.int64)
     same_thread = tid[order[1:]] == tid[order[:-1]]
     previous[order[1:]] = np.where(same_thread, order[:-1], -1)
-    dtoh = ops.loc[(ops["op"] == "memcpy") & (ops["copy_kind"] == 2), ["global_pid", "correlation_id"]]
+    dtoh = ((ops["op"] == "memcpy") & (ops["copy_kind"] == 2)).to_numpy()
     is_stream = (syncs["kind"] == SyncKind.STREAM).to_numpy()
     before = previous[syncs["call_row"].to_numpy()[is_stream]]
-    found = before >= 0
-    keys = pd.MultiIndex.from_arrays(
-        [calls["global_pid"].to_numpy()[before[found]], calls["correlation_id"].to_numpy()[before[found]]]
+    before_read = match_rows(
+        calls["global_pid"].to_numpy()[before],
+        np.where(before >= 0, calls["correlation_id"].to_numpy()[before], -1),
+        ops["global_pid"].to_numpy()[dtoh],
+        ops["correlation_id"].to_numpy()[dtoh],
     )
-    after_read = np.zeros(len(before), bool)
-    after_read[found] = keys.isin(pd.MultiIndex.from_frame(dtoh))
+    after_read = before_read >= 0
     stream_rows = np.flatnonzero(is_stream)
     syncs.loc[syncs.index[stream_rows[after_read]], "kind"] = SyncKind.READ
     return syncs
@@ -230,25 +241,13 @@ def _resolve_scope(syncs: pd.DataFrame, trace: Trace, ops: pd.DataFrame) -> pd.D
 
 def _thread_device(syncs: pd.DataFrame, ops: pd.DataFrame) -> np.ndarray:
     """The device of the thread's latest launch before each sync (else its process's first device)."""
-    launched = ops.loc[ops["launch_tid"] >= 0, ["launch_tid", "launch_start", "device_id"]].sort_values("launch_start")
-    left = syncs[["global_tid", "start"]].reset_index().sort_values("start")
-    merged = (
-        pd.merge_asof(
-            left,
-            launched,
-            left_on="start",
-            right_on="launch_start",
-            left_by="global_tid",
-            right_by="launch_tid",
-            direction="backward",
-        )
-        .set_index("index")
-        .sort_index()
-    )
-    device = merged["device_id"]
-    first = ops.groupby("global_pid")["device_id"].first()
-    device = device.fillna(syncs["global_pid"].map(first)).fillna(0)
-    return device.to_numpy(np.int64)
+    op_threads, sync_threads = group_codes([ops["launch_tid"].to_numpy()], [syncs["global_tid"].to_numpy()])
+    launched = GroupedTimes(op_threads, ops["launch_start"].to_numpy())  # untraced launches: a thread of their own
+    position = launched.last_at(sync_threads, syncs["start"].to_numpy())
+    device = take_matched(ops["device_id"].to_numpy()[launched.order], position)
+    first_of_process = ops.groupby("global_pid")["device_id"].first()
+    fallback = syncs["global_pid"].map(first_of_process).fillna(0).to_numpy(np.int64)
+    return np.where(device >= 0, device, fallback)
 
 
 def _event_records(syncs: pd.DataFrame, activity: pd.DataFrame, trace: Trace) -> pd.DataFrame:

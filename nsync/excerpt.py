@@ -12,7 +12,6 @@ import numpy as np
 import pandas as pd
 
 from nsync.attribute import LeadCurve
-from nsync.config import AnalysisConfig
 from nsync.load import Trace
 from nsync.steps import Steps
 
@@ -57,7 +56,12 @@ def choose_window(steps: Steps, syncs: pd.DataFrame, window: tuple[int, int]) ->
 
 
 def timeline_excerpt(
-    trace: Trace, ops: pd.DataFrame, syncs: pd.DataFrame, steps: Steps, window: tuple[int, int], config: AnalysisConfig
+    trace: Trace,
+    ops: pd.DataFrame,
+    syncs: pd.DataFrame,
+    steps: Steps,
+    window: tuple[int, int],
+    curves: dict[int, LeadCurve],
 ) -> TimelineExcerpt:
     t0, t1, description = choose_window(steps, syncs, window)
     shown = ops.loc[(ops["end"] > t0) & (ops["start"] < t1)].sort_values("start")
@@ -89,18 +93,16 @@ def timeline_excerpt(
                 "function",
             ]
         ].reset_index(drop=True),
-        lead=_lead_samples(ops, set(in_window["global_tid"]), t0, t1, config),
+        lead=_lead_samples({tid: curves[tid] for tid in set(in_window["global_tid"].tolist())}, t0, t1),
         description=description,
         truncated=truncated,
     )
 
 
-def _lead_samples(ops: pd.DataFrame, threads: set[int], t0: int, t1: int, config: AnalysisConfig) -> pd.DataFrame:
+def _lead_samples(curves: dict[int, LeadCurve], t0: int, t1: int) -> pd.DataFrame:
     """The lead's sawtooth: its value just before and just after each launch of the syncing threads."""
     parts = []
-    for tid in sorted(threads):
-        mine = ops.loc[ops["launch_tid"] == tid, ["launch_end", "end"]]
-        curve = LeadCurve.of(mine["launch_end"].to_numpy(), mine["end"].to_numpy(), config)
+    for tid, curve in sorted(curves.items()):
         t = curve.launch_end[(curve.launch_end >= t0) & (curve.launch_end <= t1)]
         t = np.unique(np.concatenate([[t0, t1], t]))[:MAX_OPS]
         before = curve.lead_at(t - 1)

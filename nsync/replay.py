@@ -16,12 +16,13 @@ running sum of durations. Syncs are taken in time order (a loop over syncs, neve
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from nsync.steps import Steps, gpu_step_times
+from nsync.timeline import GroupedTimes, group_codes
 
 DEFAULT_LATENCY_NS = 5_000
 
@@ -60,9 +61,13 @@ def prepare(ops: pd.DataFrame, syncs: pd.DataFrame, steps: Steps) -> ReplayModel
     syncs = syncs.sort_values("start").reset_index(drop=True)
     launch = ops["launch_start"].to_numpy(np.int64)
     start, end = ops["start"].to_numpy(np.int64), ops["end"].to_numpy(np.int64)
-    keys = list(zip(ops["global_pid"].to_numpy(), ops["device_id"].to_numpy(), ops["stream_id"].to_numpy()))
-    frame = pd.DataFrame({"key": keys, "launch": launch, "row": np.arange(len(ops))}).sort_values(["launch", "row"])
-    streams = {k: g["row"].to_numpy() for k, g in frame.groupby("key", sort=False)}
+    stream_columns = [ops[c].to_numpy() for c in ("global_pid", "device_id", "stream_id")]
+    (codes,) = group_codes(stream_columns)
+    by_stream = GroupedTimes(codes, launch)  # each stream's ops in launch order (ties: row order)
+    streams = {}
+    for _code, first, stop in by_stream.groups():
+        rows = by_stream.order[first:stop]
+        streams[tuple(int(column[rows[0]]) for column in stream_columns)] = rows
     latency = _launch_latency(streams, launch, start, end)
     s0, s1 = syncs["start"].to_numpy(np.int64), syncs["end"].to_numpy(np.int64)
     drain = syncs["drain_ns"].to_numpy(np.int64)
@@ -84,33 +89,6 @@ def prepare(ops: pd.DataFrame, syncs: pd.DataFrame, steps: Steps) -> ReplayModel
         op_tid=ops["launch_tid"].to_numpy(np.int64),
         sync_tid=tids,
     )
-
-
-def without_launch_overhead(model: ReplayModel, calls: pd.DataFrame, launch_cost_ns: float) -> ReplayModel:
-    """The same trace with every kernel-launch call shortened to ``launch_cost_ns``.
-
-    Under nsys a launch call takes several times what it takes without it, and that host time is what a
-    sync's rebuild has to pay back: a replay of the profiled host overstates the savings. Everything a
-    thread does after a launch moves earlier by what the launch lost.
-    """
-    launches = calls.loc[calls["api"].astype(str).str.startswith(("cudaLaunch", "cuLaunch"))]
-    op_launch, s0, s1 = model.op_launch.copy(), model.sync_start.astype(float), model.sync_end.astype(float)
-    for tid, group in launches.groupby("global_tid"):
-        ends = group["end"].to_numpy(np.int64)
-        order = np.argsort(ends)
-        saved = np.cumsum(np.clip((group["end"] - group["start"]).to_numpy(float)[order] - launch_cost_ns, 0, None))
-        ends = ends[order]
-
-        def before(t: np.ndarray, ends: np.ndarray = ends, saved: np.ndarray = saved) -> np.ndarray:
-            k = np.searchsorted(ends, t, side="right") - 1
-            return np.where(k >= 0, saved[np.clip(k, 0, None)], 0.0)
-
-        ops_mine, syncs_mine = model.op_tid == tid, model.sync_tid == tid
-        op_launch[ops_mine] -= before(model.op_launch_start[ops_mine])
-        moved = before(model.sync_start[syncs_mine])
-        s0[syncs_mine] -= moved
-        s1[syncs_mine] -= moved
-    return replace(model, op_launch=op_launch, sync_start=s0, sync_end=s1)
 
 
 def _launch_latency(streams: dict, launch: np.ndarray, start: np.ndarray, end: np.ndarray) -> float:

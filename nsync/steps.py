@@ -57,12 +57,12 @@ def gpu_step_times(steps: Steps, launch_start: np.ndarray, gpu_start: np.ndarray
     starts, ends = table["start"].to_numpy(np.int64), table["end"].to_numpy(np.int64)
     k = np.searchsorted(starts, launch_start, side="right") - 1
     inside = (k >= 0) & (launch_start < ends[np.clip(k, 0, None)])
-    frame = pd.DataFrame({"k": k[inside], "start": gpu_start[inside], "end": gpu_end[inside]}).groupby("k")
-    last_end, first_start = np.full(len(table), np.nan), np.full(len(table), np.nan)
-    ends_of = frame["end"].max()
-    starts_of = frame["start"].min()
-    last_end[ends_of.index.to_numpy()] = ends_of.to_numpy()
-    first_start[starts_of.index.to_numpy()] = starts_of.to_numpy()
+    k = k[inside]
+    last_end, first_start = np.full(len(table), -np.inf), np.full(len(table), np.inf)
+    np.maximum.at(last_end, k, gpu_end[inside])
+    np.minimum.at(first_start, k, gpu_start[inside])
+    last_end[np.isinf(last_end)] = np.nan  # a step that launched nothing
+    first_start[np.isinf(first_start)] = np.nan
     return last_end - np.concatenate([[first_start[0]], last_end[:-1]])
 
 

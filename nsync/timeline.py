@@ -5,35 +5,10 @@ All functions take and return numpy arrays of int64 nanoseconds; none loops per 
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
+
 import numpy as np
 import pandas as pd
-
-from nsync.load import Trace
-
-
-def ops_with_launch(trace: Trace) -> pd.DataFrame:
-    """GPU ops joined to the API call that launched them (same process and correlationId).
-
-    Adds launch_start, launch_end and launch_tid. An op whose call was not traced (nsys skips some
-    APIs) gets its GPU start as launch time: it cannot have been launched later than that. The join is a
-    sort and a binary search on one int64 key (process code, correlationId): no hash table of millions.
-    """
-    calls, ops = trace.api, trace.gpu_ops.copy()
-    codes, _ = pd.factorize(np.concatenate([calls["global_pid"].to_numpy(), ops["global_pid"].to_numpy()]))
-    call_key = (codes[: len(calls)].astype(np.int64) << 40) | calls["correlation_id"].to_numpy(np.int64)
-    op_key = (codes[len(calls) :].astype(np.int64) << 40) | ops["correlation_id"].to_numpy(np.int64)
-    gpu_start = ops["start"].to_numpy(np.int64)
-    if len(calls) == 0:
-        return ops.assign(launch_start=gpu_start, launch_end=gpu_start, launch_tid=np.full(len(ops), -1, np.int64))
-    order = np.argsort(call_key, kind="stable")
-    sorted_keys = call_key[order]
-    pos = np.clip(np.searchsorted(sorted_keys, op_key), 0, len(sorted_keys) - 1)
-    found = sorted_keys[pos] == op_key
-    row = order[pos]
-    ops["launch_start"] = np.where(found, calls["start"].to_numpy(np.int64)[row], gpu_start)
-    ops["launch_end"] = np.where(found, calls["end"].to_numpy(np.int64)[row], gpu_start)
-    ops["launch_tid"] = np.where(found, calls["global_tid"].to_numpy(np.int64)[row], -1)
-    return ops
 
 
 class BusyUnion:
@@ -43,8 +18,10 @@ class BusyUnion:
     """
 
     def __init__(self, starts: np.ndarray, ends: np.ndarray) -> None:
-        order = np.argsort(starts, kind="stable")
-        s, e = np.asarray(starts, np.int64)[order], np.asarray(ends, np.int64)[order]
+        s, e = np.asarray(starts, np.int64), np.asarray(ends, np.int64)
+        if len(s) and not (s[1:] >= s[:-1]).all():  # the callers' ops usually come sorted already
+            order = np.argsort(s, kind="stable")
+            s, e = s[order], e[order]
         if len(s):
             run_end = np.maximum.accumulate(e)
             new = np.empty(len(s), dtype=bool)
@@ -86,3 +63,56 @@ def running_max_at(keys: np.ndarray, values: np.ndarray, queries: np.ndarray, si
     cummax = np.maximum.accumulate(np.asarray(values, np.int64))
     k = np.searchsorted(keys, queries, side=side) - 1
     return np.where(k >= 0, cummax[np.clip(k, 0, None)], -1)
+
+
+def group_codes(*tables: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """One code per distinct combination of group columns (process, device, stream, thread...), the same
+    combination getting the same code in every table. Each table is a list of equally long columns."""
+    sizes = [len(columns[0]) for columns in tables]
+    codes = np.zeros(sum(sizes), np.int64)
+    for k, same_column in enumerate(zip(*tables)):
+        column_codes, uniques = pd.factorize(np.concatenate([np.asarray(c, np.int64) for c in same_column]))
+        # re-factorised so that codes stay below the row count however many columns there are
+        codes = column_codes if k == 0 else pd.factorize(codes * len(uniques) + column_codes)[0]
+    return np.split(codes.astype(np.int64), np.cumsum(sizes)[:-1])
+
+
+class GroupedTimes:
+    """Rows sorted by (group, time) once: "the latest row of my group at or before t" is then one binary
+    search, and running maxima restart at each group. Groups are few (streams, threads), so loops run
+    per group, never per row."""
+
+    def __init__(self, codes: np.ndarray, times: np.ndarray) -> None:
+        codes, times = np.asarray(codes, np.int64), np.asarray(times, np.int64)
+        self.order = np.lexsort((times, codes))
+        self.times = times[self.order]
+        sorted_codes = codes[self.order]
+        firsts = np.flatnonzero(np.diff(sorted_codes, prepend=-1) != 0) if len(codes) else np.zeros(0, np.int64)
+        self.group_codes = sorted_codes[firsts]
+        self.bounds = np.append(firsts, len(codes))
+
+    def groups(self) -> Iterator[tuple[int, int, int]]:
+        """(code, first, end) of each group's slice of the sorted rows."""
+        for k, code in enumerate(self.group_codes.tolist()):
+            yield code, int(self.bounds[k]), int(self.bounds[k + 1])
+
+    def last_at(self, codes: np.ndarray, t: np.ndarray, side: str = "right") -> np.ndarray:
+        """Sorted position of the latest row of each query's group with time <= t (< t with
+        ``side='left'``), or -1 when there is none."""
+        codes, t = np.asarray(codes, np.int64), np.asarray(t, np.int64)
+        found = np.full(len(t), -1, np.int64)
+        by_code = np.argsort(codes, kind="stable")
+        sorted_query_codes = codes[by_code]
+        for code, first, end in self.groups():
+            lo, hi = np.searchsorted(sorted_query_codes, [code, code + 1])
+            rows = by_code[lo:hi]
+            k = np.searchsorted(self.times[first:end], t[rows], side=side) - 1
+            found[rows] = np.where(k >= 0, first + k, -1)
+        return found
+
+    def running_max(self, values: np.ndarray) -> np.ndarray:
+        """The running maximum of ``values`` (in the original row order) within each group, sorted."""
+        ordered = np.asarray(values, np.int64)[self.order]
+        for _code, first, end in self.groups():
+            np.maximum.accumulate(ordered[first:end], out=ordered[first:end])
+        return ordered

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from nsync.errors import TraceError, UsageError
+from nsync.keys import match_rows, take_matched
 from nsync.load import readers
 from nsync.load.db import ExportDb, open_export
 from nsync.load.model import CallsiteSource, Frame, Stack, Trace
@@ -67,37 +68,42 @@ def _load(db: ExportDb, say: Progress, keep_api: Callable[[str], bool] | None) -
     say("reading strings")
     strings = db.strings()
     say("reading CUDA calls, GPU activity and Python frames")
-    # the two big tables are read side by side: the native readers let go of the GIL while they work
+    # The two big tables are read side by side (the native readers let go of the GIL while they work);
+    # the small ones are read meanwhile on this thread.
     with ThreadPoolExecutor(max_workers=2) as pool:
         api_job = pool.submit(readers.read_api, db, strings, keep_api)
-        ops_job = pool.submit(readers.read_gpu_ops, db, strings)
+        ops_job = pool.submit(
+            lambda: readers.gpu_ops_table(readers.read_gpu_op_columns(db), strings, api_job.result()[0])
+        )
         stacks = StackTable()
         marks, frameless = readers.read_python_marks(db, strings, stacks)
+        small = {
+            "gpu_busy_extra": readers.read_busy_extra(db, strings),
+            "sync_activity": readers.read_sync_activity(db),
+            "cuda_events": readers.read_cuda_events(db),
+            "nvtx_ranges": readers.read_nvtx_ranges(db, strings),
+            "threads": readers.read_threads(db, strings),
+            "processes": readers.read_processes(db),
+            "gpus": readers.read_gpus(db),
+            "span_ns": readers.read_span(db),
+            "capture": db.capture_meta(),
+        }
         api, twins = api_job.result()
+        api = _attach_backtraces(api, twins, marks)
         gpu_ops = ops_job.result()
-    api = _attach_backtraces(api, twins, marks)
+    needing_callchains = api.loc[(api["py_stack_id"] < 0) & (api["callchain_id"] >= 0), "callchain_id"]
     trace = Trace(
         path=db.path,
         nsys_version=meta.get("EXPORT_PRODUCT_VERSION"),
         schema_version=meta.get("EXPORT_SCHEMA_VERSION"),
         api=api,
         gpu_ops=gpu_ops,
-        gpu_busy_extra=readers.read_busy_extra(db, strings),
-        sync_activity=readers.read_sync_activity(db),
-        cuda_events=readers.read_cuda_events(db),
-        nvtx_ranges=readers.read_nvtx_ranges(db, strings),
         py_samples=marks.loc[marks["kind"] == "sampling", ["start", "global_tid", "stack_id"]]
         .sort_values(["global_tid", "start"])
         .reset_index(drop=True),
-        callchains=readers.read_callchains(
-            db, strings, np.unique(api.loc[(api["py_stack_id"] < 0) & (api["callchain_id"] >= 0), "callchain_id"])
-        ),
+        callchains=readers.read_callchains(db, strings, np.unique(needing_callchains)),
         stacks=stacks.stacks,
-        threads=readers.read_threads(db, strings),
-        processes=readers.read_processes(db),
-        gpus=readers.read_gpus(db),
-        span_ns=readers.read_span(db),
-        capture=db.capture_meta(),
+        **small,
     )
     trace.warnings.extend(_schema_warnings(trace.schema_version))
     trace.warnings.extend(_frame_warnings(db, trace, frameless))
@@ -120,19 +126,23 @@ def _schema_warnings(schema_version: str | None) -> list[str]:
     return []
 
 
-def _attach_backtraces(api: pd.DataFrame, twins: pd.DataFrame, marks: pd.DataFrame) -> pd.DataFrame:
+def _attach_backtraces(api: pd.DataFrame, twins: dict[str, np.ndarray], marks: pd.DataFrame) -> pd.DataFrame:
     """Fold each call's backtrace twin (native callchain) and Python mark (frames) onto the call.
 
     A Python backtrace mark has the twin's start and thread; the twin shares the call's
     (thread, correlationId) (nsys-sqlite.md §2.9).
     """
-    bt_marks = marks.loc[(marks["kind"] == "backtrace") & (marks["stack_id"] >= 0), ["start", "global_tid", "stack_id"]]
-    twins = twins.merge(bt_marks.drop_duplicates(["global_tid", "start"]), on=["global_tid", "start"], how="left")
-    twins = twins.drop_duplicates(["global_tid", "correlation_id"]).drop(columns=["start"])
-    api = api.merge(twins, on=["global_tid", "correlation_id"], how="left")
-    api["py_stack_id"] = api.pop("stack_id").fillna(-1).astype(np.int64)
-    api["callchain_id"] = api["callchain_id"].fillna(-1).astype(np.int64)
-    return api
+    bt_marks = marks.loc[(marks["kind"] == "backtrace") & (marks["stack_id"] >= 0)]
+    mark_row = match_rows(
+        twins["global_tid"], twins["start"], bt_marks["global_tid"].to_numpy(), bt_marks["start"].to_numpy()
+    )
+    twin_stack = take_matched(bt_marks["stack_id"].to_numpy(), mark_row)
+    twin_row = match_rows(
+        api["global_tid"].to_numpy(), api["correlation_id"].to_numpy(), twins["global_tid"], twins["correlation_id"]
+    )
+    py_stack_id = take_matched(twin_stack, twin_row)
+    callchain_id = take_matched(twins["callchain_id"], twin_row)
+    return api.assign(py_stack_id=py_stack_id, callchain_id=callchain_id)
 
 
 def _frame_warnings(db: ExportDb, trace: Trace, frameless: int) -> list[str]:

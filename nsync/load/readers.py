@@ -9,7 +9,8 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from nsync.load.db import ExportDb
+from nsync.keys import match_rows, take_matched
+from nsync.load.db import ExportDb, Read
 from nsync.load.pyframes import StackTable
 
 RUNTIME = "CUPTI_ACTIVITY_KIND_RUNTIME"
@@ -56,7 +57,7 @@ def _ints(frame: pd.DataFrame, columns: list[str], missing: int = -1) -> pd.Data
 
 def read_api(
     db: ExportDb, strings: pd.Series, keep: Callable[[str], bool] | None = None
-) -> tuple[pd.DataFrame, pd.DataFrame]:
+) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
     """CUDA API calls (eventClass 0/1) and their backtrace twins (eventClass 67) separately.
 
     ``keep`` (a test on the normalised API name) drops calls no stage uses before they are read: on
@@ -67,7 +68,7 @@ def read_api(
         ids = [int(i) for i, name in strings.items() if isinstance(name, str) and keep(normalise_api_name(name))]
         where += " AND nameId IN (SELECT value FROM json_each(?))"  # ids travel as a bound parameter
         params = (json.dumps(ids),)
-    api = db.select_ints(
+    api = db.select_columns(
         RUNTIME,
         {
             "start": "start",
@@ -79,14 +80,16 @@ def read_api(
         where=where,
         params=params,
     )
-    twins = db.select_ints(
+    twins = db.select_columns(
         RUNTIME,
         {"start": "start", "global_tid": "globalTid", "correlation_id": "correlationId", "callchain_id": "callchainId"},
         where=f"eventClass = {BACKTRACE_EVENT_CLASS}",
     )
-    api["global_pid"] = global_pid(api["global_tid"].to_numpy())
-    api["api"] = names_for(api["name_id"], strings, normalise=True)
-    return api.drop(columns=["name_id"]), twins
+    name_ids = api.pop("name_id")
+    api = pd.DataFrame(api, copy=False).assign(
+        global_pid=global_pid(api["global_tid"]), api=names_for(name_ids, strings, normalise=True)
+    )
+    return api, twins
 
 
 GPU_OP_KINDS = ("kernel", "memcpy", "memset", "graph")
@@ -107,39 +110,49 @@ _GPU_COMMON = {
     "stream_id": "streamId",
     "correlation_id": "correlationId",
 }
-_GPU_EXTRA = ("name_id", "copy_kind", "src_kind", "dst_kind", "bytes", "mem_kind")
 _ENUMS = ("copy_kind", "src_kind", "dst_kind", "mem_kind")  # fit a byte: a sixth of the table at millions of ops
 
 
-def read_gpu_ops(db: ExportDb, strings: pd.Series) -> pd.DataFrame:
-    """Kernels, memcpys, memsets and whole-graph launches as one table of GPU intervals.
+def read_gpu_op_columns(db: ExportDb) -> tuple[dict[str, np.ndarray], list[int]]:
+    """The GPU activity tables' columns stacked (kernels, memcpys, memsets, graph launches), and the row
+    count of each."""
+    return db.stack_columns([Read(table, {**_GPU_COMMON, **extra}, "start > 0") for table, extra in _GPU_OP_TABLES])
 
-    The int64 columns are copied once, from each table's arrays into one preallocated block that the
-    frame then uses as it is: at millions of ops every extra copy is hundreds of MB.
+
+LAUNCH_COLUMNS = ("launch_start", "launch_end", "launch_tid")
+
+
+def gpu_ops_table(
+    stacked: tuple[dict[str, np.ndarray], list[int]], strings: pd.Series, api: pd.DataFrame
+) -> pd.DataFrame:
+    """The GPU activity tables as one table of GPU intervals, each joined to the call that launched it.
+
+    The columns are the arrays the reader filled, used as they are: at millions of ops every extra copy
+    is hundreds of MB. The launch join (same process and correlationId) adds launch_start, launch_end and
+    launch_tid. An op whose call was not traced (nsys skips some APIs) gets its GPU start as launch time:
+    it cannot have been launched later than that.
     """
-    parts = [db.select_columns(table, {**_GPU_COMMON, **extra}, where="start > 0") for table, extra in _GPU_OP_TABLES]
-    sizes = [len(part["start"]) for part in parts]
-    wide = [*_GPU_COMMON, "name_id", "bytes"]
-    block = np.full((len(wide), sum(sizes)), -1, np.int64)
-    enums = {name: np.full(sum(sizes), -1, np.int8) for name in _ENUMS}
-    offset = 0
-    for part, size in zip(parts, sizes):
-        for row, name in enumerate(wide):
-            if name in part:
-                block[row, offset : offset + size] = part[name]
-        for name, column in enums.items():
-            if name in part:
-                column[offset : offset + size] = part[name]
-        offset += size
-    del parts
-    ops = pd.DataFrame(block.T, columns=wide, copy=False)
-    for name, column in enums.items():
-        ops[name] = column
+    columns, sizes = stacked
+    ops = {name: columns.pop(name) for name in [*_GPU_COMMON, "bytes"]}
+    for name in _ENUMS:  # they fit a byte: a sixth of the memory at millions of ops
+        ops[name] = columns.pop(name).astype(np.int8)
+    ops |= _launches(ops, api)
     kinds = np.repeat(np.arange(len(_GPU_OP_TABLES), dtype=np.int8), sizes)
     ops["op"] = pd.Categorical.from_codes(kinds, categories=list(GPU_OP_KINDS))
-    names = names_for(np.where(kinds == 0, ops["name_id"].to_numpy(), -1), strings)
+    names = names_for(columns.pop("name_id"), strings)
     ops["name"] = names.set_categories([c for c in names.categories if c != "<string -1>"])
-    return ops.drop(columns=["name_id"])
+    return pd.DataFrame(ops, copy=False)
+
+
+def _launches(ops: dict[str, np.ndarray], api: pd.DataFrame) -> dict[str, np.ndarray]:
+    row = match_rows(
+        ops["global_pid"], ops["correlation_id"], api["global_pid"].to_numpy(), api["correlation_id"].to_numpy()
+    )
+    return {
+        "launch_start": take_matched(api["start"].to_numpy(), row, ops["start"]),
+        "launch_end": take_matched(api["end"].to_numpy(), row, ops["start"]),
+        "launch_tid": take_matched(api["global_tid"].to_numpy(), row),
+    }
 
 
 def read_busy_extra(db: ExportDb, strings: pd.Series) -> pd.DataFrame:
@@ -232,17 +245,20 @@ def read_python_marks(db: ExportDb, strings: pd.Series, stacks: StackTable) -> t
     domains = domains.assign(kind=kinds).loc[kinds != ""]
     if domains.empty:
         return empty, 0
-    blob = "CAST(binaryData AS BLOB)" if db.has("NVTX_EVENTS", "binaryData") else "NULL"
-    marks = db.query(
-        f"SELECT start, globalTid AS global_tid, domainId AS domain_id, {blob} AS blob "
-        f"FROM NVTX_EVENTS WHERE eventType = {NVTX_MARK}"
+    columns, blob_codes, blobs = db.select_blobs(
+        "NVTX_EVENTS",
+        {"start": "start", "global_tid": "globalTid", "domain_id": "domainId"},
+        "binaryData",
+        where=f"eventType = {NVTX_MARK}",
     )
-    marks = _ints(marks, ["start", "global_tid", "domain_id"])
-    marks["global_pid"] = global_pid(marks["global_tid"].to_numpy())
-    marks = marks.merge(domains, on=["global_pid", "domain_id"], how="inner")
-    marks["stack_id"] = stacks.intern_blobs(marks["blob"], strings)
+    marks = pd.DataFrame(columns).assign(
+        global_pid=global_pid(columns["global_tid"]), blob_code=blob_codes, row=np.arange(len(blob_codes))
+    )
+    marks = marks.merge(domains, on=["global_pid", "domain_id"], how="inner").sort_values("row")
+    stack_of_blob = np.append(stacks.intern_blobs(blobs, strings), -1)  # code -1 (no blob) lands on the -1
+    marks["stack_id"] = stack_of_blob[marks["blob_code"].to_numpy()]
     frameless = int(((marks["kind"] == "backtrace") & (marks["stack_id"] < 0)).sum())
-    return marks[["start", "global_tid", "stack_id", "kind"]], frameless
+    return marks[["start", "global_tid", "stack_id", "kind"]].reset_index(drop=True), frameless
 
 
 def read_callchains(db: ExportDb, strings: pd.Series, wanted: np.ndarray) -> pd.DataFrame:
