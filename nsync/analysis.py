@@ -15,6 +15,7 @@ from nsync.config import AnalysisConfig
 from nsync.detect import detect_syncs, is_relevant_api
 from nsync.excerpt import TimelineExcerpt, timeline_excerpt
 from nsync.load import Stack, Trace, load_trace
+from nsync.memory import release_freed_memory
 from nsync.replay import WhatIf, what_if
 from nsync.steps import Steps, find_steps, gpu_step_times
 from nsync.timeline import BusyUnion
@@ -54,7 +55,12 @@ def analyze(
 ) -> Analysis:
     """Analyse an nsys SQLite export (or an already loaded :class:`Trace`)."""
     config = config or AnalysisConfig()
-    say = progress or (lambda _msg: None)
+
+    def say(stage: str) -> None:
+        release_freed_memory()  # what the previous stage let go of, before the next one allocates
+        if progress is not None:
+            progress(stage)
+
     trace = _trace(source, say)
     ops = trace.gpu_ops
     if not trace.has_cuda or ops.empty:
@@ -62,11 +68,14 @@ def analyze(
     say("detecting syncs")
     syncs = detect_syncs(trace, ops)
     steps = find_steps(trace, ops, config)
+    say("measuring GPU busy time")
     busy = device_busy(trace, ops)
-    say("attributing GPU idle")
+    say("following each thread's lead")
     window = _window(steps, ops)
     curves = lead_curves(ops, syncs["global_tid"].to_numpy(), config)
+    say("attributing GPU idle")
     syncs = attribute_syncs(ops, syncs, steps, busy, config, window[1], curves)
+    say("naming call sites")
     syncs, stacks = assign_stacks(trace, syncs)
     syncs = label_callsites(syncs, stacks)
     # per-step figures cover only what happens inside the analysed steps
@@ -81,6 +90,7 @@ def analyze(
         predicted = None
     else:
         callsites = _with_savings(callsites, predicted)
+    say("summarising")
     step_stats = _step_stats(steps, in_window, busy, ops)
     totals = _totals(in_window, busy, window, step_stats)
     totals["syncs_outside_window"] = int((~inside).sum())

@@ -14,6 +14,7 @@ from rich.console import Console
 
 import nsync
 from nsync import EXIT_CODES, AnalysisConfig, NsyncError, UsageError
+from nsync.memory import tune_allocator
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -284,19 +285,6 @@ def write_text(path: Path, text: str) -> None:
         raise NsyncError(f"cannot write {path}: {error.strerror}") from error
 
 
-def _return_freed_memory_to_the_os() -> None:
-    """glibc keeps freed big arrays in its heap once its mmap threshold has grown, so a multi-GiB load
-    leaves the process that large: fix the threshold (128 KiB) so that they go back. Measured on a 10 M-row
-    trace: peak RSS 1.94 -> 1.61 GiB, and 10.0 -> 8.9 s. Elsewhere (not glibc) this does nothing."""
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL("libc.so.6")
-        libc.mallopt(-3, 128 * 1024)  # M_MMAP_THRESHOLD
-    except (OSError, AttributeError):
-        pass
-
-
 def main() -> None:
-    _return_freed_memory_to_the_os()
+    tune_allocator()
     app()

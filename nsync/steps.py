@@ -58,12 +58,15 @@ def gpu_step_times(steps: Steps, launch_start: np.ndarray, gpu_start: np.ndarray
     k = np.searchsorted(starts, launch_start, side="right") - 1
     inside = (k >= 0) & (launch_start < ends[np.clip(k, 0, None)])
     k = k[inside]
-    last_end, first_start = np.full(len(table), -np.inf), np.full(len(table), np.inf)
+    # in the times' own dtype (int64 measured, float replayed): ufunc.at is fast only without casting
+    dtype = np.result_type(gpu_start, gpu_end)
+    low, high = (np.iinfo(dtype).min, np.iinfo(dtype).max) if dtype.kind in "iu" else (-np.inf, np.inf)
+    last_end, first_start = np.full(len(table), low, dtype), np.full(len(table), high, dtype)
     np.maximum.at(last_end, k, gpu_end[inside])
     np.minimum.at(first_start, k, gpu_start[inside])
-    last_end[np.isinf(last_end)] = np.nan  # a step that launched nothing
-    first_start[np.isinf(first_start)] = np.nan
-    return last_end - np.concatenate([[first_start[0]], last_end[:-1]])
+    last = np.where(last_end == low, np.nan, last_end)  # a step that launched nothing: NaN
+    first = np.where(first_start == high, np.nan, first_start)
+    return last - np.concatenate([[first[0]], last[:-1]])
 
 
 def normalise_range_name(name: str) -> str:

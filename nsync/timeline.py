@@ -87,7 +87,7 @@ class GroupedTimes:
         self.order = np.lexsort((times, codes))
         self.times = times[self.order]
         sorted_codes = codes[self.order]
-        firsts = np.flatnonzero(np.diff(sorted_codes, prepend=-1) != 0) if len(codes) else np.zeros(0, np.int64)
+        firsts = np.flatnonzero(np.concatenate([[True], sorted_codes[1:] != sorted_codes[:-1]])[: len(codes)])
         self.group_codes = sorted_codes[firsts]
         self.bounds = np.append(firsts, len(codes))
 
