@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -61,7 +62,7 @@ def analyze(
         if progress is not None:
             progress(stage)
 
-    trace = _trace(source, say)
+    trace = _trace(source, config, say)
     ops = trace.gpu_ops
     if not trace.has_cuda or ops.empty:
         return _empty(trace, config, NO_CUDA if not trace.has_cuda else NO_GPU_WORK)
@@ -116,16 +117,23 @@ def analyze(
     )
 
 
-def _trace(source: str | Path | Trace, say: Callable[[str], None]) -> Trace:
+def _trace(source: str | Path | Trace, config: AnalysisConfig, say: Callable[[str], None]) -> Trace:
     """The loaded trace, exporting an .nsys-rep to a temporary SQLite first."""
     if isinstance(source, Trace):
         return source
+    load = functools.partial(
+        load_trace,
+        progress=say,
+        keep_api=is_relevant_api,
+        window_s=config.window_s,
+        max_memory_bytes=config.max_memory_bytes,
+    )
     if Path(source).suffix in (".nsys-rep", ".qdrep"):
         from nsync.nsys import exported
 
         with exported(Path(source), say) as sqlite:
-            return replace(load_trace(sqlite, progress=say, keep_api=is_relevant_api), path=Path(source))
-    return load_trace(source, progress=say, keep_api=is_relevant_api)
+            return replace(load(sqlite), path=Path(source))
+    return load(source)
 
 
 def _with_savings(callsites: pd.DataFrame, predicted: WhatIf) -> pd.DataFrame:

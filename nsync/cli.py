@@ -14,6 +14,7 @@ from rich.console import Console
 
 import nsync
 from nsync import EXIT_CODES, AnalysisConfig, NsyncError, UsageError
+from nsync.load.budget import parse_size
 from nsync.memory import tune_allocator
 
 app = typer.Typer(
@@ -35,6 +36,20 @@ StepRangeOption = Annotated[
 ]
 WarmupOption = Annotated[
     int | None, typer.Option(min=0, help="Leading steps to skip (default: 1 when there are at least 4).")
+]
+WindowOption = Annotated[
+    str | None,
+    typer.Option(
+        "--window", help="Analyse only START:END seconds of the capture (e.g. 10:20, or 30: to the end).", metavar="S:E"
+    ),
+]
+MaxMemoryOption = Annotated[
+    str | None,
+    typer.Option(
+        help="Memory to plan for, e.g. 2G (default: what is available). A bigger trace is analysed for the "
+        "first part of its time that fits, with a warning.",
+        metavar="SIZE",
+    ),
 ]
 HtmlOption = Annotated[Path | None, typer.Option("--html", help="Write the HTML report here.", metavar="PATH")]
 MarkdownOption = Annotated[
@@ -63,6 +78,12 @@ def reported(command: Callable[..., None]) -> Callable[..., None]:
         except NsyncError as error:
             sys.stderr.write(f"nsync: error: {error}\n")
             raise typer.Exit(error.exit_code) from None
+        except MemoryError:
+            sys.stderr.write(
+                "nsync: error: out of memory: analyse a part of the trace with --window START:END, "
+                "or plan for less with --max-memory\n"
+            )
+            raise typer.Exit(1) from None
         except Exception as error:  # a bug must not print a traceback at users
             if os.environ.get("NSYNC_DEBUG"):
                 raise
@@ -95,12 +116,19 @@ def analyze_command(
     top: TopOption = 10,
     step_range: StepRangeOption = None,
     warmup_steps: WarmupOption = None,
+    window: WindowOption = None,
+    max_memory: MaxMemoryOption = None,
     html_path: HtmlOption = None,
     markdown_path: MarkdownOption = None,
     source_dir: SourceDirOption = None,
 ) -> None:
     """Rank the Python call sites whose syncs cost GPU time in an nsys trace."""
-    config = AnalysisConfig(step_range=step_range, warmup_steps=warmup_steps)
+    config = AnalysisConfig(
+        step_range=step_range,
+        warmup_steps=warmup_steps,
+        window_s=parse_window(window),
+        max_memory_bytes=None if max_memory is None else parse_size(max_memory),
+    )
     with err.status("loading trace", spinner="dots") as status:
         result = nsync.analyze(trace, config, progress=lambda msg: status.update(msg))
     _emit(result, top, json_path, html_path, markdown_path, source_dir)
@@ -276,6 +304,20 @@ def _emit(
         Console(highlight=False, width=_width()).print(nsync.summary(result, top))
     for path in written:
         err.print(f"nsync: wrote {path}", markup=False)
+
+
+def parse_window(text: str | None) -> tuple[float, float | None] | None:
+    """``10:20`` -> (10.0, 20.0); ``30:`` runs to the end (None), ``:5`` from the start."""
+    if text is None:
+        return None
+    first, sep, second = text.partition(":")
+    try:
+        start, end = float(first or 0), float(second) if second else None
+    except ValueError:
+        start = end = float("nan")
+    if not sep or not 0 <= start < (float("inf") if end is None else end):
+        raise UsageError(f"--window {text!r}: expected START:END in seconds, with START < END (e.g. 10:20)")
+    return start, end
 
 
 def write_text(path: Path, text: str) -> None:

@@ -17,6 +17,10 @@ class AnalysisConfig:
     - ``host_scale``: what-if predictions scale the host's time by this to undo the profiler's slow-down.
       0.6 is calibrated on an H200 (torch 2.11, nsys 2025.3 with Python backtraces): the replay of
       w_print degraded then matches its unprofiled step (3.18 vs 3.22 ms) and saving (0.39 vs 0.39 ms).
+    - ``window_s``: analyse only what starts in [start, end) seconds from the capture's start (end
+      None: to the end).
+    - ``max_memory_bytes``: the memory a load may plan for (default: what is available); a trace that
+      needs more is analysed for the first part of its time that fits, with a warning.
     """
 
     step_range: str | None = None
@@ -24,3 +28,5 @@ class AnalysisConfig:
     lead_fraction: float = 0.5
     lead_floor_ns: int = 30_000
     host_scale: float = 0.6
+    window_s: tuple[float, float | None] | None = None
+    max_memory_bytes: int | None = None

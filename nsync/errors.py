@@ -4,7 +4,7 @@ Exit codes (documented in the README, checked by a test):
 
 ====  =====================================================================
 0     success (also: a trace with no CUDA activity, reported as such)
-1     unusable input: not SQLite, not an nsys export, truncated, unreadable
+1     unusable input: not SQLite, not an nsys export, truncated, unreadable; or out of memory
 2     usage error: bad option or argument, missing file
 3     ``nsync diff --fail-on-regression``: the candidate regressed
 4     nsys could not be found or failed (``nsync profile``)
@@ -39,7 +39,7 @@ class NsysError(NsyncError):
 
 EXIT_CODES: dict[int, str] = {
     0: "success (a trace with no CUDA activity is a success too)",
-    1: "unusable input: not SQLite, not an nsys export, truncated or unreadable",
+    1: "unusable input: not SQLite, not an nsys export, truncated or unreadable; or out of memory",
     2: "usage error: bad option or argument, missing file",
     3: "nsync diff --fail-on-regression: the candidate regressed",
     4: "nsys could not be found or failed (also: a `.nsys-rep` it could not export)",

@@ -17,6 +17,7 @@ import pandas as pd
 from nsync.errors import TraceError, UsageError
 from nsync.keys import match_rows, take_matched
 from nsync.load import readers
+from nsync.load.budget import plan_window
 from nsync.load.db import ExportDb, open_export
 from nsync.load.model import CallsiteSource, Frame, Stack, Trace
 from nsync.load.pyframes import StackTable
@@ -27,20 +28,30 @@ Progress = Callable[[str], None]
 
 
 def load_trace(
-    path: str | Path, progress: Progress | None = None, keep_api: Callable[[str], bool] | None = None
+    path: str | Path,
+    progress: Progress | None = None,
+    keep_api: Callable[[str], bool] | None = None,
+    window_s: tuple[float, float | None] | None = None,
+    max_memory_bytes: int | None = None,
 ) -> Trace:
     """Load ``path`` (``.sqlite``, or ``.sqlite.xz``) read-only.
 
     ``keep_api`` (a test on API names) leaves out calls the caller has no use for, before they are read.
-    Raises :class:`nsync.errors.TraceError` when the file cannot be analysed.
+    ``window_s`` reads only what starts in that part of the capture (seconds from its start). A trace
+    that would not fit in ``max_memory_bytes`` (default: the memory available) is read for as much of
+    its time as fits, with a warning. Raises :class:`nsync.errors.TraceError` when the file cannot be
+    analysed.
     """
     say = progress or (lambda _msg: None)
     with sqlite_file(Path(path), say) as sqlite_path:
         db = open_export(sqlite_path)
         try:
-            trace = _load(db, say, keep_api)
+            window, cut = plan_window(db, readers.read_span(db), window_s, max_memory_bytes)
+            trace = _load(db, say, keep_api, window)
         finally:
             db.close()
+    if cut:
+        trace.warnings.insert(0, cut)
     return replace(trace, path=Path(path))
 
 
@@ -63,7 +74,7 @@ def sqlite_file(path: Path, say: Progress) -> Iterator[Path]:
         yield target
 
 
-def _load(db: ExportDb, say: Progress, keep_api: Callable[[str], bool] | None) -> Trace:
+def _load(db: ExportDb, say: Progress, keep_api: Callable[[str], bool] | None, window: readers.Window) -> Trace:
     meta = db.meta()
     say("reading strings")
     strings = db.strings()
@@ -71,17 +82,17 @@ def _load(db: ExportDb, say: Progress, keep_api: Callable[[str], bool] | None) -
     # The two big tables are read side by side (the native readers let go of the GIL while they work);
     # the small ones are read meanwhile on this thread.
     with ThreadPoolExecutor(max_workers=2) as pool:
-        api_job = pool.submit(readers.read_api, db, strings, keep_api)
+        api_job = pool.submit(readers.read_api, db, strings, keep_api, window)
         ops_job = pool.submit(
-            lambda: readers.gpu_ops_table(readers.read_gpu_op_columns(db), strings, api_job.result()[0])
+            lambda: readers.gpu_ops_table(readers.read_gpu_op_columns(db, window), strings, api_job.result()[0])
         )
         stacks = StackTable()
-        marks, frameless = readers.read_python_marks(db, strings, stacks)
+        marks, frameless = readers.read_python_marks(db, strings, stacks, window)
         small = {
             "gpu_busy_extra": readers.read_busy_extra(db, strings),
             "sync_activity": readers.read_sync_activity(db),
             "cuda_events": readers.read_cuda_events(db),
-            "nvtx_ranges": readers.read_nvtx_ranges(db, strings),
+            "nvtx_ranges": readers.read_nvtx_ranges(db, strings, window),
             "threads": readers.read_threads(db, strings),
             "processes": readers.read_processes(db),
             "gpus": readers.read_gpus(db),

@@ -62,7 +62,9 @@ class ExportDb:
         except (sqlite3.DatabaseError, ValueError) as err:
             raise TraceError(f"{self.path}: damaged or truncated SQLite file ({_first_line(err)})") from err
 
-    def select(self, table: str, wanted: dict[str, str], where: str = "") -> pd.DataFrame:
+    def select(
+        self, table: str, wanted: dict[str, str], where: str = "", params: tuple[object, ...] = ()
+    ) -> pd.DataFrame:
         """Read ``wanted`` (output name -> column) from ``table``; absent columns come back NULL.
 
         Table and column names are checked against the file's own inventory before they are put into
@@ -73,7 +75,7 @@ class ExportDb:
         present = self.columns[table]
         parts = [f'"{col}" AS "{name}"' if col in present else f'NULL AS "{name}"' for name, col in wanted.items()]
         sql = f'SELECT {", ".join(parts)} FROM "{table}"'
-        return self.query(sql + (f" WHERE {where}" if where else ""))
+        return self.query(sql + (f" WHERE {where}" if where else ""), params)
 
     def select_ints(
         self, table: str, wanted: dict[str, str], where: str = "", params: tuple[object, ...] = ()
@@ -96,7 +98,7 @@ class ExportDb:
         into arrays sized once for all the tables; without ADBC, or where it fails, through sqlite3.
         """
         names = list(dict.fromkeys(name for read in reads for name in read.wanted))
-        sink = Int64Columns(names, sum(self._capacity(read.table) for read in reads))
+        sink = Int64Columns(names, sum(self.capacity(read.table) for read in reads))
         sizes = []
         for read in reads:
             before = sink.size
@@ -113,7 +115,7 @@ class ExportDb:
         return sink.finish(), sizes
 
     def select_blobs(
-        self, table: str, wanted: dict[str, str], blob: str, where: str = ""
+        self, table: str, wanted: dict[str, str], blob: str, where: str = "", params: tuple[object, ...] = ()
     ) -> tuple[dict[str, np.ndarray], np.ndarray, list[bytes]]:
         """Integer columns plus one BLOB column, factorised: (columns, blob code per row, distinct blobs).
 
@@ -127,14 +129,14 @@ class ExportDb:
             f'COALESCE(CAST("{blob}" AS BLOB), X\'\') AS "_blob"' if self.has(table, blob) else "X'' AS \"_blob\""
         )
         sql = f'SELECT {", ".join(parts)} FROM "{table}"' + (f" WHERE {where}" if where else "")
-        arrow = _with_adbc(self.path, sql, (), lambda reader: reader.read_all())
+        arrow = _with_adbc(self.path, sql, params, lambda reader: reader.read_all())
         if arrow is not None:
             columns = {name: _filled(arrow.column(name)) for name in wanted}
             encoded = arrow.column("_blob").combine_chunks().dictionary_encode()
             codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
             distinct = encoded.dictionary.to_pylist()
         else:
-            rows = self.query(sql)
+            rows = self.query(sql, params)
             columns = {name: _int64(rows[name]) for name in wanted}
             codes, uniques = pd.factorize(rows["_blob"])
             distinct = list(uniques)
@@ -142,7 +144,7 @@ class ExportDb:
         codes = np.where(np.isin(codes, empty), -1, codes)
         return columns, codes, distinct
 
-    def _capacity(self, table: str) -> int:
+    def capacity(self, table: str) -> int:
         """An upper bound on the table's row count, read from its b-tree without a scan (capped by the
         file's size, should rowids be sparse)."""
         if not self.has(table):

@@ -55,8 +55,18 @@ def _ints(frame: pd.DataFrame, columns: list[str], missing: int = -1) -> pd.Data
     return frame
 
 
+Window = tuple[int, int] | None  # [start, end) in ns on the trace's clock; None: the whole trace
+
+
+def in_window(window: Window, where: str, column: str = "start") -> tuple[str, tuple[object, ...]]:
+    """``where`` narrowed to rows whose ``column`` lies in ``window``; the bounds travel as parameters."""
+    if window is None:
+        return where, ()
+    return f"({where}) AND {column} >= ? AND {column} < ?", (int(window[0]), int(window[1]))
+
+
 def read_api(
-    db: ExportDb, strings: pd.Series, keep: Callable[[str], bool] | None = None
+    db: ExportDb, strings: pd.Series, keep: Callable[[str], bool] | None = None, window: Window = None
 ) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
     """CUDA API calls (eventClass 0/1) and their backtrace twins (eventClass 67) separately.
 
@@ -77,13 +87,12 @@ def read_api(
             "correlation_id": "correlationId",
             "name_id": "nameId",
         },
-        where=where,
-        params=params,
+        *_narrowed(window, where, params),
     )
     twins = db.select_columns(
         RUNTIME,
         {"start": "start", "global_tid": "globalTid", "correlation_id": "correlationId", "callchain_id": "callchainId"},
-        where=f"eventClass = {BACKTRACE_EVENT_CLASS}",
+        *in_window(window, f"eventClass = {BACKTRACE_EVENT_CLASS}"),
     )
     name_ids = api.pop("name_id")
     api = pd.DataFrame(api, copy=False).assign(
@@ -113,10 +122,16 @@ _GPU_COMMON = {
 _ENUMS = ("copy_kind", "src_kind", "dst_kind", "mem_kind")  # fit a byte: a sixth of the table at millions of ops
 
 
-def read_gpu_op_columns(db: ExportDb) -> tuple[dict[str, np.ndarray], list[int]]:
+def _narrowed(window: Window, where: str, params: tuple[object, ...]) -> tuple[str, tuple[object, ...]]:
+    narrowed, bounds = in_window(window, where)
+    return narrowed, params + bounds
+
+
+def read_gpu_op_columns(db: ExportDb, window: Window = None) -> tuple[dict[str, np.ndarray], list[int]]:
     """The GPU activity tables' columns stacked (kernels, memcpys, memsets, graph launches), and the row
     count of each."""
-    return db.stack_columns([Read(table, {**_GPU_COMMON, **extra}, "start > 0") for table, extra in _GPU_OP_TABLES])
+    where, params = in_window(window, "start > 0")
+    return db.stack_columns([Read(table, {**_GPU_COMMON, **extra}, where, params) for table, extra in _GPU_OP_TABLES])
 
 
 LAUNCH_COLUMNS = ("launch_start", "launch_end", "launch_tid")
@@ -189,7 +204,7 @@ def read_cuda_events(db: ExportDb) -> pd.DataFrame:
     return db.select_ints("CUPTI_ACTIVITY_KIND_CUDA_EVENT", _EVENT_LINK)
 
 
-def read_nvtx_ranges(db: ExportDb, strings: pd.Series) -> pd.DataFrame:
+def read_nvtx_ranges(db: ExportDb, strings: pd.Series, window: Window = None) -> pd.DataFrame:
     frame = db.select(
         "NVTX_EVENTS",
         {
@@ -200,7 +215,7 @@ def read_nvtx_ranges(db: ExportDb, strings: pd.Series) -> pd.DataFrame:
             "text_id": "textId",
             "event_type": "eventType",
         },
-        where=f"eventType IN ({NVTX_PUSH_POP}, {NVTX_START_END}) AND end IS NOT NULL",
+        *in_window(window, f"eventType IN ({NVTX_PUSH_POP}, {NVTX_START_END}) AND end IS NOT NULL"),
     )
     frame = _ints(frame, ["start", "end", "global_tid", "text_id"])
     registered = np.asarray(names_for(frame["text_id"], strings), dtype=object)
@@ -228,7 +243,9 @@ def _domains(db: ExportDb) -> pd.DataFrame:
     return frame[["global_pid", "domain_id", "name"]].drop_duplicates(["global_pid", "domain_id"])
 
 
-def read_python_marks(db: ExportDb, strings: pd.Series, stacks: StackTable) -> tuple[pd.DataFrame, int]:
+def read_python_marks(
+    db: ExportDb, strings: pd.Series, stacks: StackTable, window: Window = None
+) -> tuple[pd.DataFrame, int]:
     """Python-frame NVTX marks with decoded stack ids, and how many backtrace marks had no frames.
 
     Returns marks with columns start, global_tid, stack_id, kind ('backtrace' | 'sampling').
@@ -249,7 +266,7 @@ def read_python_marks(db: ExportDb, strings: pd.Series, stacks: StackTable) -> t
         "NVTX_EVENTS",
         {"start": "start", "global_tid": "globalTid", "domain_id": "domainId"},
         "binaryData",
-        where=f"eventType = {NVTX_MARK}",
+        *in_window(window, f"eventType = {NVTX_MARK}"),
     )
     marks = pd.DataFrame(columns).assign(
         global_pid=global_pid(columns["global_tid"]), blob_code=blob_codes, row=np.arange(len(blob_codes))
