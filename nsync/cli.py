@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import gc
 import os
 import sys
 from collections.abc import Callable
@@ -329,4 +330,7 @@ def write_text(path: Path, text: str) -> None:
 
 def main() -> None:
     tune_allocator()
+    # A one-shot command makes few reference cycles, and the collector's passes over pandas' objects cost
+    # 0.2-0.3 s of a 10 M-row analysis (make bench); memory is handed back when the process ends.
+    gc.disable()
     app()

@@ -41,7 +41,9 @@ class Trace:
       ``_vNNNN``/``_ptsz``), py_stack_id (Python backtrace: index into ``stacks``, or -1),
       callchain_id (native backtrace in ``callchains``, or -1).
     - ``gpu_ops``: kernels, memcpys and memsets: start, end, global_pid, device_id, stream_id,
-      correlation_id, op (kernel|memcpy|memset), name, copy_kind, src_kind, dst_kind, bytes, mem_kind.
+      correlation_id, op (kernel|memcpy|memset|graph), name, copy_kind, src_kind, dst_kind, bytes, mem_kind,
+      and the call that launched it (same process and correlationId): launch_start, launch_end,
+      launch_tid (an untraced launch: the op's GPU start, and thread -1).
     - ``gpu_busy_extra``: intervals nsys itself counts as GPU busy (profiler overhead, graph launches):
       start, end, global_pid, device_id.
     - ``sync_activity``: CUPTI SYNCHRONIZATION rows: global_pid, correlation_id, stream_id, event_id,
