@@ -28,7 +28,6 @@ NSYS_MARKER_TABLES = (
     "META_DATA_EXPORT",
     "ThreadNames",
 )
-T = TypeVar("T")
 META_TABLES = ("META_DATA_EXPORT", "EXPORT_META_DATA")  # 2023.4+, then 2022.4 and older
 
 
@@ -177,6 +176,7 @@ class ExportDb:
         self.conn.close()
 
 
+T = TypeVar("T")
 BATCH_ROWS = 65536  # ADBC's default of 1024 rows per batch costs 10-15 % more time on millions of rows
 
 

@@ -58,11 +58,12 @@ def _ints(frame: pd.DataFrame, columns: list[str], missing: int = -1) -> pd.Data
 Window = tuple[int, int] | None  # [start, end) in ns on the trace's clock; None: the whole trace
 
 
-def in_window(window: Window, where: str, column: str = "start") -> tuple[str, tuple[object, ...]]:
-    """``where`` narrowed to rows whose ``column`` lies in ``window``; the bounds travel as parameters."""
+def in_window(window: Window, where: str, params: tuple[object, ...] = ()) -> tuple[str, tuple[object, ...]]:
+    """``where`` (with its ``params``) narrowed to rows that start in ``window``; the bounds travel as
+    parameters too."""
     if window is None:
-        return where, ()
-    return f"({where}) AND {column} >= ? AND {column} < ?", (int(window[0]), int(window[1]))
+        return where, params
+    return f"({where}) AND start >= ? AND start < ?", (*params, int(window[0]), int(window[1]))
 
 
 def read_api(
@@ -87,7 +88,7 @@ def read_api(
             "correlation_id": "correlationId",
             "name_id": "nameId",
         },
-        *_narrowed(window, where, params),
+        *in_window(window, where, params),
     )
     twins = db.select_columns(
         RUNTIME,
@@ -120,11 +121,6 @@ _GPU_COMMON = {
     "correlation_id": "correlationId",
 }
 _ENUMS = ("copy_kind", "src_kind", "dst_kind", "mem_kind")  # fit a byte: a sixth of the table at millions of ops
-
-
-def _narrowed(window: Window, where: str, params: tuple[object, ...]) -> tuple[str, tuple[object, ...]]:
-    narrowed, bounds = in_window(window, where)
-    return narrowed, params + bounds
 
 
 def read_gpu_op_columns(db: ExportDb, window: Window = None) -> tuple[dict[str, np.ndarray], list[int]]:
