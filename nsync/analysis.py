@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -67,8 +68,14 @@ def analyze(
     if not trace.has_cuda or ops.empty:
         return _empty(trace, config, NO_CUDA if not trace.has_cuda else NO_GPU_WORK)
     say("detecting syncs")
-    syncs = detect_syncs(trace, ops)
-    steps = find_steps(trace, ops, config)
+    # The figures that need only the GPU side are computed on a second thread meanwhile: numpy lets go of
+    # the GIL on big arrays, and these stages allocate little beside sync detection.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="nsync-gpu-side") as beside:
+        steps_job = beside.submit(find_steps, trace, ops, config)
+        kernel_time_job = beside.submit(_kernel_time, ops)
+        gpu_step_ns_job = beside.submit(lambda: _gpu_step_times(steps_job.result(), ops))
+        syncs = detect_syncs(trace, ops)
+        steps, kernel_time_ns, gpu_step_ns = steps_job.result(), kernel_time_job.result(), gpu_step_ns_job.result()
     say("measuring GPU busy time")
     busy = device_busy(trace, ops)
     say("following each thread's lead")
@@ -92,7 +99,7 @@ def analyze(
     else:
         callsites = _with_savings(callsites, predicted)
     say("summarising")
-    step_stats = _step_stats(steps, in_window, busy, ops)
+    step_stats = _step_stats(steps, in_window, busy, gpu_step_ns)
     totals = _totals(in_window, busy, window, step_stats)
     totals["syncs_outside_window"] = int((~inside).sum())
     return Analysis(
@@ -113,7 +120,7 @@ def analyze(
         timeline=timeline_excerpt(trace, ops, syncs, steps, window, curves),
         thread_names=dict(zip(trace.threads["global_tid"].tolist(), trace.threads["name"].astype(str).tolist())),
         program=program_of(trace),
-        kernel_time_ns=_kernel_time(trace.gpu_ops),
+        kernel_time_ns=kernel_time_ns,
     )
 
 
@@ -144,14 +151,19 @@ def _with_savings(callsites: pd.DataFrame, predicted: WhatIf) -> pd.DataFrame:
     return callsites.assign(predicted_saving_ns_per_step=saving)
 
 
+KERNEL_TIME_CHUNK = 1 << 20  # rows summed at a time: a few MB of temporaries however big the trace
+
+
 def _kernel_time(gpu_ops: pd.DataFrame) -> dict[str, int]:
-    kernel = (gpu_ops["op"] == "kernel").to_numpy()
     names = gpu_ops["name"].cat
-    codes = names.codes.to_numpy()[kernel]
-    duration = (gpu_ops["end"].to_numpy() - gpu_ops["start"].to_numpy())[kernel]
-    named = codes >= 0
-    totals = np.bincount(codes[named], weights=duration[named], minlength=len(names.categories))
-    return {str(name): int(total) for name, total in zip(names.categories, totals) if total > 0}
+    codes = names.codes.to_numpy()  # -1: no name (copies, memsets)
+    start, end = gpu_ops["start"].to_numpy(), gpu_ops["end"].to_numpy()
+    totals = np.zeros(len(names.categories) + 1, np.int64)
+    for first in range(0, len(codes), KERNEL_TIME_CHUNK):
+        part = slice(first, first + KERNEL_TIME_CHUNK)
+        # float sums are exact below 2**53 ns (104 days) of GPU time per name and chunk
+        totals += np.bincount(codes[part] + 1, weights=end[part] - start[part], minlength=len(totals)).astype(np.int64)
+    return {str(name): int(total) for name, total in zip(names.categories, totals[1:]) if total > 0}
 
 
 def program_of(trace: Trace) -> str:
@@ -213,8 +225,14 @@ def _totals(
     }
 
 
+def _gpu_step_times(steps: Steps, ops: pd.DataFrame) -> np.ndarray:
+    """Each analysed step's time on the GPU."""
+    launch_start, start, end = (ops[c].to_numpy(np.int64) for c in ("launch_start", "start", "end"))
+    return gpu_step_times(steps, launch_start, start, end)[steps.warmup :]
+
+
 def _step_stats(
-    steps: Steps, syncs: pd.DataFrame, busy: dict[tuple[int, int], BusyUnion], ops: pd.DataFrame
+    steps: Steps, syncs: pd.DataFrame, busy: dict[tuple[int, int], BusyUnion], gpu_step_ns: np.ndarray
 ) -> pd.DataFrame:
     table = steps.analysed.reset_index(drop=True)
     starts, ends = table["start"].to_numpy(np.int64), table["end"].to_numpy(np.int64)
@@ -229,9 +247,7 @@ def _step_stats(
             "start": starts,
             "end": ends,
             "duration_ns": ends - starts,
-            "gpu_duration_ns": gpu_step_times(
-                steps, ops["launch_start"].to_numpy(np.int64), ops["start"].to_numpy(), ops["end"].to_numpy()
-            )[steps.warmup :],
+            "gpu_duration_ns": gpu_step_ns,
             "gpu_idle_ns": gpu_idle,
             "exposed_idle_ns": exposed[: len(table)].astype(np.int64),
             "sync_count": count[: len(table)],

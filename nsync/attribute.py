@@ -30,7 +30,7 @@ from nsync.config import AnalysisConfig
 from nsync.keys import take_matched
 from nsync.load import Trace
 from nsync.steps import Steps
-from nsync.timeline import BusyUnion, GroupedTimes, group_codes, running_max_at
+from nsync.timeline import BusyUnion, group_codes, rows_by_key, running_max_at
 
 NO_TIME = np.iinfo(np.int64).max
 
@@ -45,11 +45,12 @@ class LeadCurve:
 
     @classmethod
     def of(cls, launch_end: np.ndarray, gpu_end: np.ndarray, config: AnalysisConfig) -> LeadCurve:
-        order = np.argsort(launch_end, kind="stable")
-        t = np.asarray(launch_end, np.int64)[order]
-        running = np.maximum.accumulate(np.asarray(gpu_end, np.int64)[order]) if len(t) else t
-        lead_at_launch = np.clip(running - t, 0, None)
-        median = float(np.median(lead_at_launch)) if len(t) else 0.0
+        """From one thread's launches, in launch-end order."""
+        t = np.asarray(launch_end, np.int64)
+        running = np.maximum.accumulate(np.asarray(gpu_end, np.int64)) if len(t) else t
+        lead_at_launch = running - t
+        np.clip(lead_at_launch, 0, None, out=lead_at_launch)
+        median = float(np.median(lead_at_launch, overwrite_input=True)) if len(t) else 0.0
         threshold = max(config.lead_floor_ns, int(config.lead_fraction * median))
         return cls(launch_end=t, gpu_end_max=running, threshold_ns=threshold)
 
@@ -72,17 +73,13 @@ class LeadCurve:
 
 
 def lead_curves(ops: pd.DataFrame, threads: np.ndarray, config: AnalysisConfig) -> dict[int, LeadCurve]:
-    """The lead curve of each of ``threads``, from one sort of all ops by (launching thread, launch end)."""
+    """The lead curve of each of ``threads``."""
     threads = np.unique(np.asarray(threads, np.int64))
-    op_codes, thread_codes = group_codes([ops["launch_tid"].to_numpy()], [threads])
-    by_thread = GroupedTimes(op_codes, ops["launch_end"].to_numpy())
-    gpu_end = ops["end"].to_numpy()[by_thread.order]
-    slices = {code: (first, end) for code, first, end in by_thread.groups()}
-    curves = {}
-    for tid, code in zip(threads.tolist(), thread_codes.tolist()):
-        first, end = slices.get(code, (0, 0))
-        curves[tid] = LeadCurve.of(by_thread.times[first:end], gpu_end[first:end], config)
-    return curves
+    launch_end, gpu_end = ops["launch_end"].to_numpy(), ops["end"].to_numpy()
+    return {
+        int(threads[mine[0]]): LeadCurve.of(launch_end[rows], gpu_end[rows], config)
+        for mine, rows in rows_by_key([ops["launch_tid"].to_numpy()], [threads], launch_end)
+    }
 
 
 def device_busy(trace: Trace, ops: pd.DataFrame) -> dict[tuple[int, int], BusyUnion]:
@@ -90,35 +87,36 @@ def device_busy(trace: Trace, ops: pd.DataFrame) -> dict[tuple[int, int], BusyUn
     unions = {}
     extra = trace.gpu_busy_extra
     pid, device = ops["global_pid"].to_numpy(), ops["device_id"].to_numpy()
+    start, end = ops["start"].to_numpy(), ops["end"].to_numpy()
     (codes,) = group_codes([pid, device])
-    by_device = GroupedTimes(codes, ops["start"].to_numpy())  # each device's ops come out sorted by start
-    ends = ops["end"].to_numpy()[by_device.order]
-    for _code, first, end in by_device.groups():
-        row = by_device.order[first]
-        mine = extra.loc[extra["global_pid"] == pid[row]]
-        unions[(int(pid[row]), int(device[row]))] = BusyUnion(
-            np.concatenate([by_device.times[first:end], mine["start"].to_numpy()]),
-            np.concatenate([ends[first:end], mine["end"].to_numpy()]),
-        )
+    groups = int(codes.max(initial=-1)) + 1
+    for code in range(groups):
+        rows = slice(None) if groups == 1 else np.flatnonzero(codes == code)  # one device: no copy
+        key = (int(pid[rows][0]), int(device[rows][0]))
+        busy_start, busy_end = start[rows], end[rows]
+        mine = extra.loc[extra["global_pid"] == key[0]].sort_values("start")
+        if len(mine):  # the ops come in start order: the overhead is slotted in rather than all sorted again
+            at = np.searchsorted(busy_start, mine["start"].to_numpy())
+            busy_start = np.insert(busy_start, at, mine["start"].to_numpy())
+            busy_end = np.insert(busy_end, at, mine["end"].to_numpy())
+        unions[key] = BusyUnion(busy_start, busy_end)
     return dict(sorted(unions.items()))
 
 
 def drain_points(syncs: pd.DataFrame, ops: pd.DataFrame) -> np.ndarray:
     """End of the last op each sync waited for (its stream or whole device, launched by the cutoff)."""
     drain = np.full(len(syncs), -1, np.int64)
+    launch_start, gpu_end = ops["launch_start"].to_numpy(), ops["end"].to_numpy()
+    cutoff = syncs["cutoff_ns"].to_numpy()
     stream_scoped = syncs["scope_stream_id"].to_numpy() >= 0
     for scoped in (True, False):
-        wanted = stream_scoped == scoped
-        if not wanted.any():
-            continue
+        wanted = np.flatnonzero(stream_scoped == scoped)
         op_columns = ["global_pid", "device_id", "stream_id"] if scoped else ["global_pid", "device_id"]
         sync_columns = ["global_pid", "device_id", "scope_stream_id"] if scoped else ["global_pid", "device_id"]
-        op_codes, sync_codes = group_codes(
-            [ops[c].to_numpy() for c in op_columns], [syncs[c].to_numpy()[wanted] for c in sync_columns]
-        )
-        launched = GroupedTimes(op_codes, ops["launch_start"].to_numpy())
-        position = launched.last_at(sync_codes, syncs["cutoff_ns"].to_numpy()[wanted])
-        drain[wanted] = take_matched(launched.running_max(ops["end"].to_numpy()), position)
+        keys = [ops[c].to_numpy() for c in op_columns], [syncs[c].to_numpy()[wanted] for c in sync_columns]
+        for mine, rows in rows_by_key(*keys, launch_start):
+            k = np.searchsorted(launch_start[rows], cutoff[wanted[mine]], side="right") - 1
+            drain[wanted[mine]] = take_matched(np.maximum.accumulate(gpu_end[rows]), k)
     return drain
 
 

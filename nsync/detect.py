@@ -11,7 +11,7 @@ import pandas as pd
 
 from nsync.keys import match_rows, take_matched
 from nsync.load import Trace
-from nsync.timeline import GroupedTimes, group_codes
+from nsync.timeline import rows_by_key
 
 DEVICE_SYNC_APIS = frozenset({"cudaDeviceSynchronize", "cudaThreadSynchronize", "cuCtxSynchronize"})
 STREAM_SYNC_APIS = frozenset({"cudaStreamSynchronize", "cuStreamSynchronize"})
@@ -80,7 +80,7 @@ def detect_syncs(trace: Trace, ops: pd.DataFrame) -> pd.DataFrame:
     # classify each distinct name once; code -1 (no name) lands on the trailing ""
     kind_of_code = np.array([_kind_of_name(str(c)) for c in names.cat.categories] + [""], dtype=object)
     async_of_code = np.array(["Async" in str(c) for c in names.cat.categories] + [False])
-    rows = np.flatnonzero(kind_of_code[codes] != "")
+    rows = np.flatnonzero((kind_of_code != "")[codes])
     candidates = pd.DataFrame(
         {
             "call_row": rows,
@@ -191,14 +191,14 @@ def _classify_copies(calls: pd.DataFrame) -> pd.DataFrame:
 
 def _mark_reads(syncs: pd.DataFrame, calls: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
     """A stream sync right after a device-to-host copy on the same thread is a value read (.item())."""
+    stream_rows = np.flatnonzero((syncs["kind"] == SyncKind.STREAM).to_numpy())
+    sync_call = syncs["call_row"].to_numpy()[stream_rows]
     tid, start = calls["global_tid"].to_numpy(), calls["start"].to_numpy()
-    order = np.lexsort((start, tid))
-    previous = np.full(len(calls), -1, np.int64)
-    same_thread = tid[order[1:]] == tid[order[:-1]]
-    previous[order[1:]] = np.where(same_thread, order[:-1], -1)
+    before = np.full(len(sync_call), -1, np.int64)  # the thread's call just before the sync
+    for mine, rows in rows_by_key([tid], [tid[sync_call]], start):
+        k = np.searchsorted(start[rows], start[sync_call[mine]], side="left") - 1
+        before[mine] = take_matched(rows, k)
     dtoh = ((ops["op"] == "memcpy") & (ops["copy_kind"] == 2)).to_numpy()
-    is_stream = (syncs["kind"] == SyncKind.STREAM).to_numpy()
-    before = previous[syncs["call_row"].to_numpy()[is_stream]]
     before_read = match_rows(
         calls["global_pid"].to_numpy()[before],
         np.where(before >= 0, calls["correlation_id"].to_numpy()[before], -1),
@@ -206,7 +206,6 @@ def _mark_reads(syncs: pd.DataFrame, calls: pd.DataFrame, ops: pd.DataFrame) -> 
         ops["correlation_id"].to_numpy()[dtoh],
     )
     after_read = before_read >= 0
-    stream_rows = np.flatnonzero(is_stream)
     syncs.loc[syncs.index[stream_rows[after_read]], "kind"] = SyncKind.READ
     return syncs
 
@@ -241,10 +240,11 @@ def _resolve_scope(syncs: pd.DataFrame, trace: Trace, ops: pd.DataFrame) -> pd.D
 
 def _thread_device(syncs: pd.DataFrame, ops: pd.DataFrame) -> np.ndarray:
     """The device of the thread's latest launch before each sync (else its process's first device)."""
-    op_threads, sync_threads = group_codes([ops["launch_tid"].to_numpy()], [syncs["global_tid"].to_numpy()])
-    launched = GroupedTimes(op_threads, ops["launch_start"].to_numpy())  # untraced launches: a thread of their own
-    position = launched.last_at(sync_threads, syncs["start"].to_numpy())
-    device = take_matched(ops["device_id"].to_numpy()[launched.order], position)
+    launch_start, sync_start = ops["launch_start"].to_numpy(), syncs["start"].to_numpy()
+    device = np.full(len(syncs), -1, np.int64)
+    for mine, rows in rows_by_key([ops["launch_tid"].to_numpy()], [syncs["global_tid"].to_numpy()], launch_start):
+        k = np.searchsorted(launch_start[rows], sync_start[mine], side="right") - 1
+        device[mine] = take_matched(ops["device_id"].to_numpy(), take_matched(rows, k))
     first_of_process = ops.groupby("global_pid")["device_id"].first()
     fallback = syncs["global_pid"].map(first_of_process).fillna(0).to_numpy(np.int64)
     return np.where(device >= 0, device, fallback)

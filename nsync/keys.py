@@ -23,7 +23,7 @@ def match_rows(
     right_group, right_id = np.asarray(right_group, np.int64), np.asarray(right_id, np.int64)
     if not len(left_id) or not len(right_id):
         return np.full(len(left_id), -1, np.int64)
-    right_codes, groups = pd.factorize(right_group)
+    right_codes, groups = dense_codes(right_group)
     low = min(int(left_id.min()), int(right_id.min()))
     id_bits = max(1, (max(int(left_id.max()), int(right_id.max())) - low).bit_length())
     if id_bits + max(1, len(groups).bit_length()) > 62:  # ids too far apart to pack: hash the pairs
@@ -31,11 +31,45 @@ def match_rows(
     right_key = _pack(right_codes, right_id, low, id_bits)
     order = np.argsort(right_key, kind="stable")  # stable: among equal keys the first row comes first
     right_key = right_key[order]
-    left_key = _pack(pd.Index(groups).get_indexer(left_group), left_id, low, id_bits)  # unknown group: < 0
+    left_key = _pack(codes_in(left_group, groups), left_id, low, id_bits)  # unknown group: < 0
     pos = np.searchsorted(right_key, left_key)
     np.minimum(pos, len(right_key) - 1, out=pos)
     found = (right_key[pos] == left_key) & (left_id >= 0)
     return np.where(found, order[pos], -1)
+
+
+DIRECT_RANGE = 1 << 20  # widest value range coded through a lookup table (8 MiB) rather than a hash
+
+
+def dense_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A code 0..k-1 per row for its value among the k distinct ``values``, and those values (sorted).
+
+    The columns coded here (processes, devices, streams, string ids) are mostly constant or narrow
+    integers: those take one pass through a lookup table instead of a hash per row.
+    """
+    values = np.asarray(values, np.int64)
+    if not len(values):
+        return np.zeros(0, np.int64), values
+    low, high = int(values.min()), int(values.max())
+    if low == high:
+        return np.zeros(len(values), np.int64), np.array([low], np.int64)
+    if high - low >= DIRECT_RANGE:
+        codes, uniques = pd.factorize(values, sort=True)
+        return codes.astype(np.int64, copy=False), np.asarray(uniques, np.int64)
+    offset = values - low
+    present = np.zeros(high - low + 1, bool)
+    present[offset] = True
+    code_of_offset = np.cumsum(present) - 1
+    return code_of_offset[offset], np.flatnonzero(present) + low
+
+
+def codes_in(values: np.ndarray, uniques: np.ndarray) -> np.ndarray:
+    """The position of each of ``values`` in the sorted ``uniques``, or -1 where it is not there."""
+    values = np.asarray(values, np.int64)
+    if len(uniques) <= 1:
+        return np.where(values == uniques[0], 0, -1) if len(uniques) else np.full(len(values), -1, np.int64)
+    pos = np.minimum(np.searchsorted(uniques, values), len(uniques) - 1)
+    return np.where(uniques[pos] == values, pos, -1)
 
 
 def _pack(codes: np.ndarray, ids: np.ndarray, low: int, id_bits: int) -> np.ndarray:

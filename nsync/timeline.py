@@ -8,31 +8,35 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 import numpy as np
-import pandas as pd
+
+from nsync.keys import dense_codes
 
 
 class BusyUnion:
     """The union of busy intervals on one device, queried for idle time in any window.
 
     ``busy_before(t)`` is the busy time in (-inf, t]; idle in [a, b] is (b - a) minus busy in it.
+    Built from millions of ops with a few passes and no array beyond the sorted input and the result.
     """
 
     def __init__(self, starts: np.ndarray, ends: np.ndarray) -> None:
         s, e = np.asarray(starts, np.int64), np.asarray(ends, np.int64)
-        if len(s) and not (s[1:] >= s[:-1]).all():  # the callers' ops usually come sorted already
+        if not len(s):
+            self.starts = self.ends = self.cum_before = np.zeros(0, np.int64)
+            return
+        if not (s[1:] >= s[:-1]).all():  # the callers' ops are usually sorted runs already
             order = np.argsort(s, kind="stable")
             s, e = s[order], e[order]
-        if len(s):
-            run_end = np.maximum.accumulate(e)
-            new = np.empty(len(s), dtype=bool)
-            new[0] = True
-            new[1:] = s[1:] > run_end[:-1]
-            self.starts = s[new]
-            self.ends = np.maximum.reduceat(e, np.flatnonzero(new))
-        else:
-            self.starts = self.ends = np.zeros(0, np.int64)
-        lengths = self.ends - self.starts
-        self.cum_before = np.concatenate([[0], np.cumsum(lengths)])[:-1] if len(lengths) else lengths
+            del order
+        run_end = np.maximum.accumulate(e)
+        first = np.empty(len(s), bool)  # first op of each busy interval
+        first[0] = True
+        np.greater(s[1:], run_end[:-1], out=first[1:])
+        last = np.roll(first, -1)  # an interval ends where the next begins; its end is the running max
+        self.starts, self.ends = s[first], run_end[last]
+        del run_end, first, last
+        self.cum_before = np.zeros(len(self.starts), np.int64)
+        np.cumsum((self.ends - self.starts)[:-1], out=self.cum_before[1:])
 
     def busy_before(self, t: np.ndarray) -> np.ndarray:
         t = np.asarray(t, np.int64)
@@ -67,52 +71,57 @@ def running_max_at(keys: np.ndarray, values: np.ndarray, queries: np.ndarray, si
 
 def group_codes(*tables: Sequence[np.ndarray]) -> list[np.ndarray]:
     """One code per distinct combination of group columns (process, device, stream, thread...), the same
-    combination getting the same code in every table. Each table is a list of equally long columns."""
+    combination getting the same code in every table. Each table is a list of equally long columns.
+    Codes run from 0 to the number of combinations - 1."""
     sizes = [len(columns[0]) for columns in tables]
     codes = np.zeros(sum(sizes), np.int64)
     for k, same_column in enumerate(zip(*tables)):
-        column_codes, uniques = pd.factorize(np.concatenate([np.asarray(c, np.int64) for c in same_column]))
-        # re-factorised so that codes stay below the row count however many columns there are
-        codes = column_codes if k == 0 else pd.factorize(codes * len(uniques) + column_codes)[0]
-    return np.split(codes.astype(np.int64), np.cumsum(sizes)[:-1])
+        column = same_column[0] if len(same_column) == 1 else np.concatenate(same_column)
+        column_codes, uniques = dense_codes(column)
+        # re-coded so that codes stay below the row count however many columns there are
+        codes = column_codes if k == 0 else dense_codes(codes * len(uniques) + column_codes)[0]
+    return np.split(codes, np.cumsum(sizes)[:-1])
 
 
 class GroupedTimes:
-    """Rows sorted by (group, time) once: "the latest row of my group at or before t" is then one binary
-    search, and running maxima restart at each group. Groups are few (streams, threads), so loops run
-    per group, never per row."""
+    """Rows sorted by (group, time) once, and each group's slice of them. Groups are few (streams), so
+    loops run per group, never per row. ``codes`` come from :func:`group_codes`."""
 
     def __init__(self, codes: np.ndarray, times: np.ndarray) -> None:
         codes, times = np.asarray(codes, np.int64), np.asarray(times, np.int64)
-        self.order = np.lexsort((times, codes))
-        self.times = times[self.order]
-        sorted_codes = codes[self.order]
-        firsts = np.flatnonzero(np.concatenate([[True], sorted_codes[1:] != sorted_codes[:-1]])[: len(codes)])
-        self.group_codes = sorted_codes[firsts]
-        self.bounds = np.append(firsts, len(codes))
+        counts = np.bincount(codes)
+        if np.count_nonzero(counts) <= 1:  # one group, the usual case: sorted by time alone
+            self.order = np.argsort(times, kind="stable")
+        else:
+            self.order = np.lexsort((times, codes))
+        self.group_codes = np.flatnonzero(counts)
+        self.bounds = np.concatenate([[0], np.cumsum(counts[self.group_codes])])
 
     def groups(self) -> Iterator[tuple[int, int, int]]:
         """(code, first, end) of each group's slice of the sorted rows."""
         for k, code in enumerate(self.group_codes.tolist()):
             yield code, int(self.bounds[k]), int(self.bounds[k + 1])
 
-    def last_at(self, codes: np.ndarray, t: np.ndarray, side: str = "right") -> np.ndarray:
-        """Sorted position of the latest row of each query's group with time <= t (< t with
-        ``side='left'``), or -1 when there is none."""
-        codes, t = np.asarray(codes, np.int64), np.asarray(t, np.int64)
-        found = np.full(len(t), -1, np.int64)
-        by_code = np.argsort(codes, kind="stable")
-        sorted_query_codes = codes[by_code]
-        for code, first, end in self.groups():
-            lo, hi = np.searchsorted(sorted_query_codes, [code, code + 1])
-            rows = by_code[lo:hi]
-            k = np.searchsorted(self.times[first:end], t[rows], side=side) - 1
-            found[rows] = np.where(k >= 0, first + k, -1)
-        return found
 
-    def running_max(self, values: np.ndarray) -> np.ndarray:
-        """The running maximum of ``values`` (in the original row order) within each group, sorted."""
-        ordered = np.asarray(values, np.int64)[self.order]
-        for _code, first, end in self.groups():
-            np.maximum.accumulate(ordered[first:end], out=ordered[first:end])
-        return ordered
+def rows_by_key(
+    op_columns: Sequence[np.ndarray], query_columns: Sequence[np.ndarray], times: np.ndarray
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """For each distinct key (a value per column) among the queries, the query rows that have it and the
+    op rows that have it, in ``times`` order.
+
+    Queries are syncs or their threads, whose keys are few, so only the ops of those few keys are copied
+    and sorted: at millions of ops, sorting the whole table by (key, time) would need several times its
+    memory.
+    """
+    if not len(query_columns[0]):
+        return
+    (query_codes,) = group_codes(query_columns)
+    query_rows = np.argsort(query_codes, kind="stable")
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(query_codes))])
+    for first, stop in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        mine = query_rows[first:stop]
+        match = np.ones(len(times), bool)
+        for op_column, query_column in zip(op_columns, query_columns):
+            match &= op_column == query_column[mine[0]]
+        rows = np.flatnonzero(match)
+        yield mine, rows[np.argsort(times[rows], kind="stable")]

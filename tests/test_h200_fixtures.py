@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import sqlite3
+
 import pytest
 
 from nsync.detect import SyncKind
+from nsync.load import load_trace
 
 PROBE_LINES = {
     11: "sync_item",
@@ -79,3 +82,22 @@ def test_event_sync_in_p2_waits_on_the_recorded_stream_before_the_record(h200_an
     event = syncs.loc[syncs["kind"] == SyncKind.EVENT]
     assert (event["scope_stream_id"] == 7).all()
     assert (event["cutoff_ns"] < event["start"]).all()
+
+
+def test_gpu_ops_are_merged_into_start_order_row_by_row(h200):
+    """The loader merges the kernel, memcpy and memset tables into one start-ordered table; every op keeps
+    its own columns (compared with the tables read by SQL)."""
+    path = h200("p2")
+    ops = load_trace(path).gpu_ops
+    assert ops["start"].is_monotonic_increasing
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+        expected = sorted(
+            row
+            for kind, table in [("kernel", "KERNEL"), ("memcpy", "MEMCPY"), ("memset", "MEMSET")]
+            for row in db.execute(
+                f"SELECT start, end, correlationId, streamId, '{kind}' FROM CUPTI_ACTIVITY_KIND_{table}"
+            )
+        )
+    assert {"kernel", "memcpy", "memset"} <= {row[-1] for row in expected}
+    columns = ["start", "end", "correlation_id", "stream_id", "op"]
+    assert sorted(zip(*(ops[c].astype(object).tolist() for c in columns))) == expected

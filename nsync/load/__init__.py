@@ -84,8 +84,11 @@ def _load(db: ExportDb, say: Progress, keep_api: Callable[[str], bool] | None, w
     with ThreadPoolExecutor(max_workers=2) as pool:
         api_job = pool.submit(readers.read_api, db, strings, keep_api, window)
         ops_job = pool.submit(
-            lambda: readers.gpu_ops_table(readers.read_gpu_op_columns(db, window), strings, api_job.result()[0])
+            lambda: readers.with_launches(
+                readers.gpu_ops_table(readers.read_gpu_op_columns(db, window), strings), api_job.result()
+            )
         )
+        twins_job = pool.submit(readers.read_backtrace_twins, db, window)  # by whichever reader is done first
         stacks = StackTable()
         marks, frameless = readers.read_python_marks(db, strings, stacks, window)
         small = {
@@ -99,8 +102,7 @@ def _load(db: ExportDb, say: Progress, keep_api: Callable[[str], bool] | None, w
             "span_ns": readers.read_span(db),
             "capture": db.capture_meta(),
         }
-        api, twins = api_job.result()
-        api = _attach_backtraces(api, twins, marks)
+        api = _attach_backtraces(api_job.result(), twins_job.result(), marks)
         gpu_ops = ops_job.result()
     needing_callchains = api.loc[(api["py_stack_id"] < 0) & (api["callchain_id"] >= 0), "callchain_id"]
     trace = Trace(

@@ -9,7 +9,7 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from nsync.keys import match_rows, take_matched
+from nsync.keys import dense_codes, match_rows, take_matched
 from nsync.load.db import ExportDb, Read
 from nsync.load.pyframes import StackTable
 
@@ -40,7 +40,7 @@ def normalise_api_name(name: str) -> str:
 def names_for(ids: pd.Series | np.ndarray, strings: pd.Series, normalise: bool = False) -> pd.Categorical:
     """Resolve StringIds ids to a Categorical, touching each distinct id once."""
     ids = np.asarray(pd.Series(ids).fillna(-1), dtype=np.int64)
-    inverse, uniq = pd.factorize(ids)  # hashing: no sort of millions of ids
+    inverse, uniq = dense_codes(ids)
     values = strings.reindex(uniq).to_numpy(dtype=object)
     resolved = [(f"<string {i}>" if not isinstance(v, str) else v) for i, v in zip(uniq, values)]
     if normalise:
@@ -68,8 +68,8 @@ def in_window(window: Window, where: str, params: tuple[object, ...] = ()) -> tu
 
 def read_api(
     db: ExportDb, strings: pd.Series, keep: Callable[[str], bool] | None = None, window: Window = None
-) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
-    """CUDA API calls (eventClass 0/1) and their backtrace twins (eventClass 67) separately.
+) -> pd.DataFrame:
+    """CUDA API calls (eventClass 0/1).
 
     ``keep`` (a test on the normalised API name) drops calls no stage uses before they are read: on
     PyTorch traces half the rows are cuKernelGetName and friends.
@@ -90,16 +90,20 @@ def read_api(
         },
         *in_window(window, where, params),
     )
-    twins = db.select_columns(
+    name_ids = api.pop("name_id")
+    return pd.DataFrame(api, copy=False).assign(
+        global_pid=global_pid(api["global_tid"]), api=names_for(name_ids, strings, normalise=True)
+    )
+
+
+def read_backtrace_twins(db: ExportDb, window: Window = None) -> dict[str, np.ndarray]:
+    """The duplicate rows (eventClass 67) nsys writes for calls with a CUDA backtrace: they carry the
+    callchain, and Python marks point at them (nsys-sqlite.md §2.9)."""
+    return db.select_columns(
         RUNTIME,
         {"start": "start", "global_tid": "globalTid", "correlation_id": "correlationId", "callchain_id": "callchainId"},
         *in_window(window, f"eventClass = {BACKTRACE_EVENT_CLASS}"),
     )
-    name_ids = api.pop("name_id")
-    api = pd.DataFrame(api, copy=False).assign(
-        global_pid=global_pid(api["global_tid"]), api=names_for(name_ids, strings, normalise=True)
-    )
-    return api, twins
 
 
 GPU_OP_KINDS = ("kernel", "memcpy", "memset", "graph")
@@ -130,40 +134,40 @@ def read_gpu_op_columns(db: ExportDb, window: Window = None) -> tuple[dict[str, 
     return db.stack_columns([Read(table, {**_GPU_COMMON, **extra}, where, params) for table, extra in _GPU_OP_TABLES])
 
 
-LAUNCH_COLUMNS = ("launch_start", "launch_end", "launch_tid")
+def gpu_ops_table(stacked: tuple[dict[str, np.ndarray], list[int]], strings: pd.Series) -> dict[str, np.ndarray]:
+    """The GPU activity tables as one table of GPU intervals in start order (each table comes sorted;
+    together they are a few sorted runs, merged here once so that later stages need not sort them).
 
-
-def gpu_ops_table(
-    stacked: tuple[dict[str, np.ndarray], list[int]], strings: pd.Series, api: pd.DataFrame
-) -> pd.DataFrame:
-    """The GPU activity tables as one table of GPU intervals, each joined to the call that launched it.
-
-    The columns are the arrays the reader filled, used as they are: at millions of ops every extra copy
-    is hundreds of MB. The launch join (same process and correlationId) adds launch_start, launch_end and
-    launch_tid. An op whose call was not traced (nsys skips some APIs) gets its GPU start as launch time:
-    it cannot have been launched later than that.
+    The columns are the arrays the reader filled, permuted one at a time: at millions of ops every
+    extra copy is hundreds of MB.
     """
     columns, sizes = stacked
-    ops = {name: columns.pop(name) for name in [*_GPU_COMMON, "bytes"]}
+    columns["op"] = np.repeat(np.arange(len(_GPU_OP_TABLES), dtype=np.int8), sizes)
     for name in _ENUMS:  # they fit a byte: a sixth of the memory at millions of ops
-        ops[name] = columns.pop(name).astype(np.int8)
-    ops |= _launches(ops, api)
-    kinds = np.repeat(np.arange(len(_GPU_OP_TABLES), dtype=np.int8), sizes)
-    ops["op"] = pd.Categorical.from_codes(kinds, categories=list(GPU_OP_KINDS))
+        columns[name] = columns[name].astype(np.int8)
+    start = columns["start"]
+    if len(start) and not (start[1:] >= start[:-1]).all():
+        order = np.argsort(start, kind="stable")
+        for name in list(columns):
+            columns[name] = columns[name][order]
+    ops = {name: columns.pop(name) for name in [*_GPU_COMMON, "bytes", *_ENUMS]}
+    ops["op"] = pd.Categorical.from_codes(columns.pop("op"), categories=list(GPU_OP_KINDS))
     names = names_for(columns.pop("name_id"), strings)
     ops["name"] = names.set_categories([c for c in names.categories if c != "<string -1>"])
-    return pd.DataFrame(ops, copy=False)
+    return ops
 
 
-def _launches(ops: dict[str, np.ndarray], api: pd.DataFrame) -> dict[str, np.ndarray]:
+def with_launches(ops: dict[str, np.ndarray], api: pd.DataFrame) -> pd.DataFrame:
+    """The GPU ops joined to the calls that launched them (same process and correlationId): launch_start,
+    launch_end and launch_tid. An op whose call was not traced (nsys skips some APIs) gets its GPU start
+    as launch time: it cannot have been launched later than that."""
     row = match_rows(
         ops["global_pid"], ops["correlation_id"], api["global_pid"].to_numpy(), api["correlation_id"].to_numpy()
     )
-    return {
-        "launch_start": take_matched(api["start"].to_numpy(), row, ops["start"]),
-        "launch_end": take_matched(api["end"].to_numpy(), row, ops["start"]),
-        "launch_tid": take_matched(api["global_tid"].to_numpy(), row),
-    }
+    ops["launch_start"] = take_matched(api["start"].to_numpy(), row, ops["start"])
+    ops["launch_end"] = take_matched(api["end"].to_numpy(), row, ops["start"])
+    ops["launch_tid"] = take_matched(api["global_tid"].to_numpy(), row)
+    return pd.DataFrame(ops, copy=False)
 
 
 def read_busy_extra(db: ExportDb, strings: pd.Series) -> pd.DataFrame:

@@ -1,0 +1,90 @@
+"""The array primitives under the analysis, checked against plain-Python answers on random inputs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from nsync.keys import DIRECT_RANGE, codes_in, dense_codes, match_rows
+from nsync.timeline import BusyUnion, group_codes, rows_by_key
+
+RNG = np.random.default_rng(7)
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        np.full(50, 1 << 40),  # one process: constant
+        RNG.integers(-1, 12, 500),  # streams, with NULL as -1
+        RNG.integers(0, 3, 500) * (DIRECT_RANGE * 4) + (1 << 56),  # thread ids, far apart
+        np.zeros(0, np.int64),
+    ],
+    ids=["constant", "narrow", "wide", "empty"],
+)
+def test_dense_codes_number_the_distinct_values_in_order(values):
+    codes, uniques = dense_codes(values)
+    assert uniques.tolist() == sorted(set(values.tolist()))
+    assert uniques[codes].tolist() == values.tolist()
+    assert codes_in(values, uniques).tolist() == codes.tolist()
+    assert codes_in(np.array([-5, 1 << 60]), uniques).tolist() == [-1, -1]
+
+
+def test_group_codes_agree_across_tables():
+    left = [RNG.integers(0, 3, 300), RNG.integers(0, 4, 300)]
+    right = [RNG.integers(0, 3, 40), RNG.integers(0, 5, 40)]
+    left_codes, right_codes = group_codes(left, right)
+    pairs = list(zip(*[c.tolist() for c in left])) + list(zip(*[c.tolist() for c in right]))
+    codes = left_codes.tolist() + right_codes.tolist()
+    assert sorted(set(codes)) == list(range(len(set(pairs))))
+    assert len({(p, c) for p, c in zip(pairs, codes)}) == len(set(pairs))  # one code per pair, one pair per code
+
+
+def test_match_rows_finds_the_first_equal_pair():
+    right_group, right_id = RNG.integers(0, 3, 400) << 30, RNG.integers(-1, 100, 400)
+    left_group, left_id = RNG.integers(0, 4, 300) << 30, RNG.integers(-1, 120, 300)
+    first = {}
+    for row, key in enumerate(zip(right_group.tolist(), right_id.tolist())):
+        first.setdefault(key, row)
+    expected = [first.get((g, i), -1) if i >= 0 else -1 for g, i in zip(left_group.tolist(), left_id.tolist())]
+    assert match_rows(left_group, left_id, right_group, right_id).tolist() == expected
+
+
+def test_rows_by_key_gives_each_querys_rows_in_time_order():
+    tid, device = RNG.integers(0, 4, 1000), RNG.integers(0, 2, 1000)
+    times = RNG.permutation(1000) * 10
+    query_tid, query_device = np.array([3, 1, 3, 9]), np.array([0, 1, 0, 0])
+    seen = {}
+    for mine, rows in rows_by_key([tid, device], [query_tid, query_device], times):
+        key = (int(query_tid[mine[0]]), int(query_device[mine[0]]))
+        assert {(int(query_tid[q]), int(query_device[q])) for q in mine} == {key}
+        seen[key] = mine.tolist()
+        expected = [r for r in np.argsort(times).tolist() if (tid[r], device[r]) == key]
+        assert rows.tolist() == expected
+    assert seen == {(3, 0): [0, 2], (1, 1): [1], (9, 0): [3]}
+
+
+def _idle_by_brute_force(starts, ends, a, b):
+    busy = np.zeros(b - a, bool)
+    for s, e in zip(starts.tolist(), ends.tolist()):
+        busy[max(s, a) - a : max(min(e, b), a) - a] = True
+    return int((~busy).sum())
+
+
+@pytest.mark.parametrize("presorted", [True, False])
+def test_busy_union_idle_matches_painting_the_intervals(presorted):
+    starts = RNG.integers(0, 2000, 300)
+    ends = starts + RNG.integers(0, 40, 300)
+    if presorted:
+        order = np.argsort(starts, kind="stable")
+        starts, ends = starts[order], ends[order]
+    union = BusyUnion(starts, ends)
+    assert (np.diff(union.starts) > 0).all() and (union.starts[1:] > union.ends[:-1]).all()
+    windows = [(0, 2100), (5, 6), (100, 900), (1500, 1501), (1999, 2050)]
+    for a, b in windows:
+        assert union.idle_between(np.array([a]), np.array([b]))[0] == _idle_by_brute_force(starts, ends, a, b)
+    assert union.total_busy == 2100 - _idle_by_brute_force(starts, ends, 0, 2100)
+
+
+def test_busy_union_of_nothing_is_all_idle():
+    union = BusyUnion(np.zeros(0, np.int64), np.zeros(0, np.int64))
+    assert union.idle_between(np.array([10]), np.array([25])).tolist() == [15]
