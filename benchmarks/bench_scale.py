@@ -1,8 +1,10 @@
 """Time `nsync analyze --json` end to end on 1 M, 5 M and 10 M-row traces (tiled from a real H200 export).
 
-Prints wall time, peak RSS and rows per second for each size, the 10M/1M ratio, and beside it the pandas
-read floor (pandas.read_sql_query of the runtime and kernel columns, merged and sorted). Traces are cached
-in $NSYNC_BENCH_DIR (default /tmp/nsync-bench): the 10 M one is about 1 GB.
+Prints wall time (the median of RUNS runs, and their range: these machines vary by 10-20 % from run to
+run), the highest peak RSS and rows per second for each size, the 10M/1M ratio, and beside them the pandas
+read floor (pandas.read_sql_query of the runtime and kernel columns, merged and sorted) and `nsys analyze`,
+run once each. Traces are cached in $NSYNC_BENCH_DIR (default /tmp/nsync-bench): the 10 M one is about
+1 GB.
 
 Usage: python benchmarks/bench_scale.py [ROWS ...]
 """
@@ -12,6 +14,7 @@ from __future__ import annotations
 import os
 import shutil
 import sqlite3
+import statistics
 import subprocess
 import sys
 import time
@@ -22,6 +25,7 @@ from benchmarks.tile_trace import tile
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "fixtures" / "h200" / "print_deg.sqlite.xz"
 SIZES = (1_000_000, 5_000_000, 10_000_000)
+RUNS = 3
 
 
 def measure(argv: list[str]) -> tuple[float, float]:
@@ -64,8 +68,8 @@ def main(sizes: tuple[int, ...]) -> None:
     nsync = [sys.executable, "-m", "nsync", "analyze"]
     results = {}
     print(
-        f"{'rows':>12} {'file MiB':>9} {'nsync s':>8} {'nsync MiB':>10} {'M rows/s':>9} {'pandas floor s':>15} "
-        f"{'nsys analyze s':>15}"
+        f"{'rows':>12} {'file MiB':>9} {'nsync s':>8} {'(range)':>11} {'nsync MiB':>10} {'M rows/s':>9} "
+        f"{'pandas floor s':>15} {'nsys analyze s':>15}"
     )
     for rows in sizes:
         trace = folder / f"tiled-{rows // 1_000_000}m.sqlite"
@@ -81,13 +85,16 @@ def main(sizes: tuple[int, ...]) -> None:
                     "NVTX_EVENTS",
                 )
             )
-        wall, rss = measure([*nsync, str(trace), "--json", str(folder / f"{trace.stem}.json")])
+        runs = [measure([*nsync, str(trace), "--json", str(folder / f"{trace.stem}.json")]) for _ in range(RUNS)]
+        walls = sorted(wall for wall, _rss in runs)
+        wall, rss = statistics.median(walls), max(rss for _wall, rss in runs)
         floor, _ = measure([sys.executable, "-c", PANDAS_FLOOR, str(trace)])
         anchor = nsys_anchor(trace)
         anchor_text = "-" if anchor is None else f"{anchor:.2f}"
         results[rows] = wall
         print(
-            f"{counted:>12,} {trace.stat().st_size / 2**20:>9.0f} {wall:>8.2f} {rss:>10.0f} "
+            f"{counted:>12,} {trace.stat().st_size / 2**20:>9.0f} {wall:>8.2f} {walls[0]:>5.2f}-{walls[-1]:<5.2f} "
+            f"{rss:>10.0f} "
             f"{counted / wall / 1e6:>9.2f} {floor:>15.2f} {anchor_text:>15}"
         )
     if 1_000_000 in results and 10_000_000 in results:

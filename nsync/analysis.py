@@ -16,6 +16,7 @@ from nsync.callsites import assign_stacks, label_callsites, rank_callsites
 from nsync.config import AnalysisConfig
 from nsync.detect import detect_syncs, is_relevant_api
 from nsync.excerpt import TimelineExcerpt, timeline_excerpt
+from nsync.keys import dense_codes
 from nsync.load import Stack, Trace, load_trace
 from nsync.memory import release_freed_memory
 from nsync.replay import WhatIf, what_if
@@ -256,6 +257,6 @@ def _step_stats(
 
 
 def _gpu_names(trace: Trace, ops: pd.DataFrame) -> list[str]:
-    used = sorted(set(ops["device_id"].tolist()))
+    used = dense_codes(ops["device_id"].to_numpy())[1].tolist()
     names = dict(zip(trace.gpus["device_id"], trace.gpus["name"]))
     return [str(names.get(d, f"GPU {d}")) for d in used]

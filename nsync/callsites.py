@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from nsync.detect import SyncKind
+from nsync.keys import codes_in, take_matched
 from nsync.load import CallsiteSource, Frame, Stack, Trace
 from nsync.load.pyframes import StackTable
 
@@ -126,7 +127,8 @@ def _native_stacks(trace: Trace, callchain_ids: np.ndarray, table: StackTable) -
     for chain, group in frames.groupby("callchain_id", sort=False):
         modules = [m.rsplit("/", 1)[-1] for m in group["module"]]
         ids[chain] = table.intern(tuple(Frame(fn, mod, 0) for fn, mod in zip(group["function"], modules)))
-    return np.array([ids.get(c, -1) for c in callchain_ids], dtype=np.int64) if len(callchain_ids) else callchain_ids
+    chains = np.array(sorted(ids), np.int64)
+    return take_matched(np.array([ids[c] for c in chains.tolist()], np.int64), codes_in(callchain_ids, chains))
 
 
 def _sampled_stacks(samples: pd.DataFrame, syncs: pd.DataFrame) -> np.ndarray:

@@ -235,12 +235,15 @@ def what_if(
         return _median(step_times_ns(model, replay(model, released, scale)))
 
     base = predict(none)
-    site_of = list(zip(syncs["file"], syncs["line"].astype(int), syncs["function"]))
+    site_codes, site_keys = pd.MultiIndex.from_arrays(
+        [syncs["file"].astype(str), syncs["line"].astype(np.int64), syncs["function"].astype(str)]
+    ).factorize()
     savings = {}
     top = callsites.head(sites)
     for file, line, function in zip(top["file"], top["line"], top["function"]):  # a few call sites
         key = (str(file), int(line), str(function))
-        savings[key] = base - predict(np.fromiter((s == key for s in site_of), bool, len(site_of)))
+        released = site_codes == site_keys.get_loc(key) if key in site_keys else none
+        savings[key] = base - predict(released)
     return WhatIf(
         replayed_step_ns=predict(none, 1.0),
         unprofiled_step_ns=base,
