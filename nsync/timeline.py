@@ -103,25 +103,42 @@ class GroupedTimes:
             yield code, int(self.bounds[k]), int(self.bounds[k + 1])
 
 
+MAX_SCANS = 16  # keys found by a pass over the ops each; more keys share one sort of the ops by key
+
+
 def rows_by_key(
     op_columns: Sequence[np.ndarray], query_columns: Sequence[np.ndarray], times: np.ndarray
 ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """For each distinct key (a value per column) among the queries, the query rows that have it and the
     op rows that have it, in ``times`` order.
 
-    Queries are syncs or their threads, whose keys are few, so only the ops of those few keys are copied
-    and sorted: at millions of ops, sorting the whole table by (key, time) would need several times its
-    memory.
+    Queries are syncs or their threads, whose keys are usually few: then only the ops of those keys are
+    copied and sorted, because at millions of ops sorting the whole table by (key, time) needs several
+    times its memory. Past MAX_SCANS keys, one such sort is cheaper than a pass per key.
     """
     if not len(query_columns[0]):
         return
     (query_codes,) = group_codes(query_columns)
     query_rows = np.argsort(query_codes, kind="stable")
     bounds = np.concatenate([[0], np.cumsum(np.bincount(query_codes))])
-    for first, stop in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
-        mine = query_rows[first:stop]
-        match = np.ones(len(times), bool)
-        for op_column, query_column in zip(op_columns, query_columns):
-            match &= op_column == query_column[mine[0]]
-        rows = np.flatnonzero(match)
-        yield mine, rows[np.argsort(times[rows], kind="stable")]
+    keys = [column[query_rows[bounds[:-1]]] for column in query_columns]  # one value per key and column
+    find = _rows_by_scan if len(keys[0]) <= MAX_SCANS else _rows_by_sort
+    for first, stop, rows in zip(bounds[:-1].tolist(), bounds[1:].tolist(), find(op_columns, keys)):
+        yield query_rows[first:stop], rows[np.argsort(times[rows], kind="stable")]
+
+
+def _rows_by_scan(op_columns: Sequence[np.ndarray], keys: Sequence[np.ndarray]) -> Iterator[np.ndarray]:
+    for k in range(len(keys[0])):
+        match = np.ones(len(op_columns[0]), bool)
+        for op_column, key_column in zip(op_columns, keys):
+            match &= op_column == key_column[k]
+        yield np.flatnonzero(match)
+
+
+def _rows_by_sort(op_columns: Sequence[np.ndarray], keys: Sequence[np.ndarray]) -> Iterator[np.ndarray]:
+    op_codes, key_codes = group_codes(op_columns, keys)
+    order = np.argsort(op_codes, kind="stable")
+    sorted_codes = op_codes[order]
+    firsts, stops = np.searchsorted(sorted_codes, key_codes, "left"), np.searchsorted(sorted_codes, key_codes, "right")
+    for first, stop in zip(firsts.tolist(), stops.tolist()):
+        yield order[first:stop]

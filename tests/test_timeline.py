@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from nsync import timeline
 from nsync.keys import DIRECT_RANGE, codes_in, dense_codes, match_rows
 from nsync.timeline import BusyUnion, group_codes, rows_by_key
 
@@ -49,7 +50,9 @@ def test_match_rows_finds_the_first_equal_pair():
     assert match_rows(left_group, left_id, right_group, right_id).tolist() == expected
 
 
-def test_rows_by_key_gives_each_querys_rows_in_time_order():
+@pytest.mark.parametrize("max_scans", [16, 0], ids=["a pass per key", "one sort"])
+def test_rows_by_key_gives_each_querys_rows_in_time_order(monkeypatch, max_scans):
+    monkeypatch.setattr(timeline, "MAX_SCANS", max_scans)
     tid, device = RNG.integers(0, 4, 1000), RNG.integers(0, 2, 1000)
     times = RNG.permutation(1000) * 10
     query_tid, query_device = np.array([3, 1, 3, 9]), np.array([0, 1, 0, 0])
