@@ -20,7 +20,7 @@ from nsync.keys import dense_codes
 from nsync.load import Stack, Trace, load_trace
 from nsync.memory import release_freed_memory
 from nsync.replay import WhatIf, what_if
-from nsync.steps import Steps, find_steps, gpu_step_times
+from nsync.steps import Steps, find_steps, gpu_step_times, launched_in_steps
 from nsync.timeline import BusyUnion
 
 SCHEMA = "nsync.analysis/1"
@@ -228,8 +228,10 @@ def _totals(
 
 def _gpu_step_times(steps: Steps, ops: pd.DataFrame) -> np.ndarray:
     """Each analysed step's time on the GPU."""
-    launch_start, start, end = (ops[c].to_numpy(np.int64) for c in ("launch_start", "start", "end"))
-    return gpu_step_times(steps, launch_start, start, end)[steps.warmup :]
+    launched = launched_in_steps(steps, ops["launch_start"].to_numpy(np.int64))
+    return gpu_step_times(steps, launched, ops["start"].to_numpy(np.int64), ops["end"].to_numpy(np.int64))[
+        steps.warmup :
+    ]
 
 
 def _step_stats(

@@ -21,10 +21,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from nsync.steps import Steps, gpu_step_times
+from nsync.steps import Steps, gpu_step_times, launched_in_steps
 from nsync.timeline import GroupedTimes, group_codes
 
 DEFAULT_LATENCY_NS = 5_000
+REPLAY_CHUNK = 1 << 18  # ops re-timed at a time
 
 
 @dataclass
@@ -51,7 +52,7 @@ class ReplayModel:
     sync_prev: np.ndarray  # index of the previous sync on the same thread, or -1
     sync_waits: list[list[tuple[tuple[int, int, int], int]]]  # per sync: (stream, ops waited for count)
     steps: Steps
-    op_launch_start: np.ndarray
+    op_in_steps: tuple[np.ndarray, np.ndarray]  # the ops launched inside a step, and its index
     op_tid: np.ndarray
     sync_tid: np.ndarray
 
@@ -85,7 +86,7 @@ def prepare(ops: pd.DataFrame, syncs: pd.DataFrame, steps: Steps) -> ReplayModel
         sync_prev=_previous_on_thread(tids),
         sync_waits=_waits(syncs, streams, launch),
         steps=steps,
-        op_launch_start=launch,
+        op_in_steps=launched_in_steps(steps, launch),
         op_tid=ops["launch_tid"].to_numpy(np.int64),
         sync_tid=tids,
     )
@@ -159,12 +160,13 @@ def replay(model: ReplayModel, released: np.ndarray, host_scale: float = 1.0) ->
 
     def advance(key: tuple[int, int, int], upto: int) -> float:
         st = state[key]
-        if upto > st.done:
-            rows = st.ops[st.done : upto]
-            prev_sum = np.concatenate([[st.cum_dur[st.done - 1] if st.done else 0.0], st.cum_dur[st.done : upto - 1]])
+        while upto > st.done:  # in chunks: the temporaries stay small however many ops a stream has
+            stop = min(upto, st.done + REPLAY_CHUNK)
+            rows = st.ops[st.done : stop]
+            prev_sum = np.concatenate([[st.cum_dur[st.done - 1] if st.done else 0.0], st.cum_dur[st.done : stop - 1]])
             best = np.maximum.accumulate(np.concatenate([[st.best], ready(rows) - prev_sum]))[1:]
-            new_end[rows] = st.cum_dur[st.done : upto] + best
-            st.best, st.done = float(best[-1]), upto
+            new_end[rows] = st.cum_dur[st.done : stop] + best
+            st.best, st.done = float(best[-1]), stop
         return float(new_end[st.ops[upto - 1]]) if upto else -np.inf
 
     starts, ends = model.sync_start.tolist(), model.sync_end.tolist()
@@ -183,7 +185,7 @@ def replay(model: ReplayModel, released: np.ndarray, host_scale: float = 1.0) ->
 
 def step_times_ns(model: ReplayModel, new_end: np.ndarray) -> np.ndarray:
     """The analysed steps' GPU step times, measured as the analysis measures them, for replayed op ends."""
-    times = gpu_step_times(model.steps, model.op_launch_start, new_end - model.op_dur, new_end)
+    times = gpu_step_times(model.steps, model.op_in_steps, new_end - model.op_dur, new_end)
     return times[model.steps.warmup :]
 
 

@@ -44,26 +44,36 @@ class Steps:
         return int(np.argmin(np.abs(durations - np.median(durations))))
 
 
-def gpu_step_times(steps: Steps, launch_start: np.ndarray, gpu_start: np.ndarray, gpu_end: np.ndarray) -> np.ndarray:
-    """Each step's time on the GPU (all steps): from the end of the previous step's work to the end of its own.
-
-    A step's work is what was launched inside its range. When the host runs ahead (no syncs), NVTX ranges
-    time the host's enqueueing, not the GPU; successive GPU completions time the throughput either way.
-    Shared by the analysis (measured ends) and the what-if replay (replayed ends).
-    """
+def launched_in_steps(steps: Steps, launch_start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The ops launched inside a step (their rows) and the index of that step (among all steps)."""
     table = steps.table
-    if table.empty or len(launch_start) == 0:
-        return np.full(len(table), np.nan)
+    if table.empty:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
     starts, ends = table["start"].to_numpy(np.int64), table["end"].to_numpy(np.int64)
     k = np.searchsorted(starts, launch_start, side="right") - 1
-    inside = (k >= 0) & (launch_start < ends[np.clip(k, 0, None)])
-    k = k[inside]
+    rows = np.flatnonzero((k >= 0) & (launch_start < ends[np.clip(k, 0, None)]))
+    return rows, k[rows]
+
+
+def gpu_step_times(
+    steps: Steps, launched: tuple[np.ndarray, np.ndarray], gpu_start: np.ndarray, gpu_end: np.ndarray
+) -> np.ndarray:
+    """Each step's time on the GPU (all steps): from the end of the previous step's work to the end of its own.
+
+    A step's work is what was launched inside its range (``launched``, from :func:`launched_in_steps`).
+    When the host runs ahead (no syncs), NVTX ranges time the host's enqueueing, not the GPU; successive GPU
+    completions time the throughput either way. Shared by the analysis (measured ends) and the what-if
+    replay (replayed ends).
+    """
+    rows, k = launched
+    if not len(rows):
+        return np.full(len(steps.table), np.nan)
     # in the times' own dtype (int64 measured, float replayed): ufunc.at is fast only without casting
     dtype = np.result_type(gpu_start, gpu_end)
     low, high = (np.iinfo(dtype).min, np.iinfo(dtype).max) if dtype.kind in "iu" else (-np.inf, np.inf)
-    last_end, first_start = np.full(len(table), low, dtype), np.full(len(table), high, dtype)
-    np.maximum.at(last_end, k, gpu_end[inside])
-    np.minimum.at(first_start, k, gpu_start[inside])
+    last_end, first_start = np.full(len(steps.table), low, dtype), np.full(len(steps.table), high, dtype)
+    np.maximum.at(last_end, k, gpu_end[rows])
+    np.minimum.at(first_start, k, gpu_start[rows])
     last = np.where(last_end == low, np.nan, last_end)  # a step that launched nothing: NaN
     first = np.where(first_start == high, np.nan, first_start)
     return last - np.concatenate([[first[0]], last[:-1]])

@@ -1,9 +1,10 @@
 """Decide, before reading, whether a trace fits in memory, and which part of it to read when it does not.
 
-The row counts come from each table's largest rowid (no scan). The cost per row is measured with
-``make bench`` (10 M rows of CUDA calls, GPU ops and NVTX: 965 MiB at peak, 110 MiB of it the
-interpreter and libraries). A trace that would not fit is read for the first part of its time span that
-does, with a warning, instead of being killed by the kernel part way.
+The row counts come from each table's largest rowid (no scan). The costs are the largest measured on five
+real H200 captures tiled to 1-10 M rows (``benchmarks/tile_trace.py``): peak RSS was 52-113 bytes per row
+above the interpreter and libraries' 110 MiB, and 176 at 1 M rows, where the what-if replay's fixed cost
+shows. Traces with many syncs cost the most per row. A trace that would not fit is read for the first part
+of its time span that does, with a warning, instead of being killed by the kernel part way.
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ from pathlib import Path
 from nsync.errors import NsyncError, UsageError
 from nsync.load.db import ExportDb
 
-BASE_BYTES = 110 << 20
-BYTES_PER_ROW = 90
+BASE_BYTES = 180 << 20
+BYTES_PER_ROW = 110
 SAFETY = 0.85
 NO_END = 2**62  # of the available memory, the share a load may plan to use
 BIG_TABLES = (
