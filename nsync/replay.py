@@ -31,7 +31,6 @@ REPLAY_CHUNK = 1 << 18  # ops re-timed at a time
 @dataclass
 class _Stream:
     ops: np.ndarray  # row numbers into the op arrays, in launch order
-    launch: np.ndarray
     cum_dur: np.ndarray  # S_i
     done: int = 0
     best: float = -np.inf  # max_{j<done}(ready_j - S_{j-1})
@@ -147,9 +146,7 @@ def replay(model: ReplayModel, released: np.ndarray, host_scale: float = 1.0) ->
     shift = np.zeros(len(model.sync_start) + 1)
     anchor = np.append(model.sync_end.astype(float), 0.0)  # where a thread's host time restarts
     new_end = np.zeros(len(model.op_launch))
-    state = {
-        k: _Stream(rows, model.op_launch[rows], np.cumsum(model.op_dur[rows])) for k, rows in model.streams.items()
-    }
+    state = {k: _Stream(rows, np.cumsum(model.op_dur[rows])) for k, rows in model.streams.items()}
 
     def host_time(t: np.ndarray, seg: np.ndarray) -> np.ndarray:
         since = np.where(seg >= 0, t - anchor[seg], 0.0)
