@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from nsync.keys import match_rows, take_matched
-from nsync.load import Trace
+from nsync.load import Trace, global_pid
 from nsync.timeline import rows_by_key
 
 DEVICE_SYNC_APIS = frozenset({"cudaDeviceSynchronize", "cudaThreadSynchronize", "cuCtxSynchronize"})
@@ -84,9 +84,8 @@ def detect_syncs(trace: Trace, ops: pd.DataFrame) -> pd.DataFrame:
     candidates = pd.DataFrame(
         {
             "call_row": rows,
-            **{
-                col: api[col].to_numpy()[rows] for col in ("start", "end", "global_tid", "global_pid", "correlation_id")
-            },
+            **{col: api[col].to_numpy()[rows] for col in ("start", "end", "global_tid", "correlation_id")},
+            "global_pid": global_pid(api["global_tid"].to_numpy()[rows]),
             "api": np.append(names.cat.categories.to_numpy(object), "")[codes[rows]],
             "is_async": async_of_code[codes[rows]],
             "kind": kind_of_code[codes[rows]],
@@ -200,7 +199,7 @@ def _mark_reads(syncs: pd.DataFrame, calls: pd.DataFrame, ops: pd.DataFrame) -> 
         before[mine] = take_matched(rows, k)
     dtoh = ((ops["op"] == "memcpy") & (ops["copy_kind"] == 2)).to_numpy()
     before_read = match_rows(
-        calls["global_pid"].to_numpy()[before],
+        global_pid(tid[before]),
         np.where(before >= 0, calls["correlation_id"].to_numpy()[before], -1),
         ops["global_pid"].to_numpy()[dtoh],
         ops["correlation_id"].to_numpy()[dtoh],
@@ -256,10 +255,14 @@ def _event_records(syncs: pd.DataFrame, activity: pd.DataFrame, trace: Trace) ->
     is_event = (syncs["kind"] == SyncKind.EVENT).to_numpy() & activity["event_id"].notna().to_numpy()
     if not is_event.any() or trace.cuda_events.empty:
         return out
-    records = trace.cuda_events.merge(
-        trace.api[["global_pid", "correlation_id", "start"]].rename(columns={"start": "record_start"}),
-        on=["global_pid", "correlation_id"],
+    events, api = trace.cuda_events, trace.api
+    call = match_rows(
+        events["global_pid"].to_numpy(),
+        events["correlation_id"].to_numpy(),
+        global_pid(api["global_tid"].to_numpy()),
+        api["correlation_id"].to_numpy(),
     )
+    records = events.assign(record_start=take_matched(api["start"].to_numpy(), call)).loc[call >= 0]
     records = records.rename(columns={"stream_id": "record_stream", "device_id": "record_device"})
     records = records[["global_pid", "event_id", "record_start", "record_stream", "record_device"]]
     wanted = pd.DataFrame(

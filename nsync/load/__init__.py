@@ -21,8 +21,9 @@ from nsync.load.budget import plan_window
 from nsync.load.db import ExportDb, open_export
 from nsync.load.model import CallsiteSource, Frame, Stack, Trace
 from nsync.load.pyframes import StackTable
+from nsync.load.readers import global_pid
 
-__all__ = ["CallsiteSource", "Frame", "Stack", "Trace", "load_trace"]
+__all__ = ["CallsiteSource", "Frame", "Stack", "Trace", "global_pid", "load_trace"]
 
 Progress = Callable[[str], None]
 

@@ -37,7 +37,7 @@ class Trace:
     Tables (columns):
 
     - ``api``: CUDA runtime and driver calls, eventClass 0/1 only (backtrace twins folded in):
-      start, end, global_tid, global_pid, correlation_id, api (name without
+      start, end, global_tid, correlation_id, api (name without
       ``_vNNNN``/``_ptsz``), py_stack_id (Python backtrace: index into ``stacks``, or -1),
       callchain_id (native backtrace in ``callchains``, or -1).
     - ``gpu_ops``: kernels, memcpys and memsets: start, end, global_pid, device_id, stream_id,

@@ -91,9 +91,7 @@ def read_api(
         *in_window(window, where, params),
     )
     name_ids = api.pop("name_id")
-    return pd.DataFrame(api, copy=False).assign(
-        global_pid=global_pid(api["global_tid"]), api=names_for(name_ids, strings, normalise=True)
-    )
+    return pd.DataFrame(api, copy=False).assign(api=names_for(name_ids, strings, normalise=True))
 
 
 def read_backtrace_twins(db: ExportDb, window: Window = None) -> dict[str, np.ndarray]:
@@ -162,7 +160,7 @@ def with_launches(ops: dict[str, np.ndarray], api: pd.DataFrame) -> pd.DataFrame
     launch_end and launch_tid. An op whose call was not traced (nsys skips some APIs) gets its GPU start
     as launch time: it cannot have been launched later than that."""
     row = match_rows(
-        ops["global_pid"], ops["correlation_id"], api["global_pid"].to_numpy(), api["correlation_id"].to_numpy()
+        ops["global_pid"], ops["correlation_id"], global_pid(api["global_tid"]), api["correlation_id"].to_numpy()
     )
     ops["launch_start"] = take_matched(api["start"].to_numpy(), row, ops["start"])
     ops["launch_end"] = take_matched(api["end"].to_numpy(), row, ops["start"])
