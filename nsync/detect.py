@@ -51,6 +51,7 @@ class SyncKind:
     IMPLICIT = "implicit-sync"
 
 
+CANDIDATE_KINDS = [v for k, v in vars(SyncKind).items() if not k.startswith("_")] + ["memcpy", "memset"]
 SYNC_COLUMNS = [
     "call_row",
     "start",
@@ -86,9 +87,10 @@ def detect_syncs(trace: Trace, ops: pd.DataFrame) -> pd.DataFrame:
             "call_row": rows,
             **{col: api[col].to_numpy()[rows] for col in ("start", "end", "global_tid", "correlation_id")},
             "global_pid": global_pid(api["global_tid"].to_numpy()[rows]),
-            "api": np.append(names.cat.categories.to_numpy(object), "")[codes[rows]],
+            # categories, not strings: at hundreds of thousands of syncs, string columns cost seconds
+            "api": pd.Categorical.from_codes(codes[rows], categories=names.cat.categories),
             "is_async": async_of_code[codes[rows]],
-            "kind": kind_of_code[codes[rows]],
+            "kind": pd.Categorical(kind_of_code[codes[rows]], categories=CANDIDATE_KINDS),
         }
     )
     candidates = _attach_copy(candidates, ops)
