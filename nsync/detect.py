@@ -180,10 +180,11 @@ def _classify_copies(calls: pd.DataFrame) -> pd.DataFrame:
     blocking_copy = is_copy & ~calls["is_async"] & waited & (calls["copy_kind"] != 8)
     pageable_copy = is_copy & calls["is_async"] & has_op & pageable & waited
     sync_memset = (calls["kind"] == "memset") & calls["mem_kind"].isin([PINNED, MANAGED])
-    calls.loc[blocking_copy, "kind"] = SyncKind.MEMCPY_BLOCKING
-    calls.loc[pageable_copy, "kind"] = SyncKind.MEMCPY_PAGEABLE
-    calls.loc[sync_memset, "kind"] = SyncKind.MEMSET
-    calls = calls.loc[~calls["kind"].isin(["memcpy", "memset"])].copy()
+    kind = calls["kind"].copy()  # set on its own, not through the frame: that would copy every column
+    kind[blocking_copy] = SyncKind.MEMCPY_BLOCKING
+    kind[pageable_copy] = SyncKind.MEMCPY_PAGEABLE
+    kind[sync_memset] = SyncKind.MEMSET
+    calls = calls.assign(kind=kind).loc[~kind.isin(["memcpy", "memset"])]
     calls["copy_bytes"] = calls["bytes"].fillna(-1).astype(np.int64)
     direction = calls["copy_kind"].map(COPY_DIRECTIONS)
     calls["copy_direction"] = direction.where(direction.notna(), "")
