@@ -27,10 +27,9 @@ import numpy as np
 import pandas as pd
 
 from nsync.config import AnalysisConfig
-from nsync.keys import take_matched
 from nsync.load import Trace
 from nsync.steps import Steps
-from nsync.timeline import BusyUnion, group_codes, rows_by_key, running_max_at
+from nsync.timeline import BusyUnion, group_codes, latest_at, rows_by_key, running_max_at
 
 NO_TIME = np.iinfo(np.int64).max
 
@@ -55,7 +54,7 @@ class LeadCurve:
         return cls(launch_end=t, gpu_end_max=running, threshold_ns=threshold)
 
     def lead_at(self, t: np.ndarray) -> np.ndarray:
-        latest = running_max_at(self.launch_end, self.gpu_end_max, t)
+        latest = latest_at(self.launch_end, self.gpu_end_max, t)  # gpu_end_max is a running max already
         return np.where(latest >= 0, np.clip(latest - np.asarray(t, np.int64), 0, None), 0)
 
     def rebuilt_after(self, t: np.ndarray) -> np.ndarray:
@@ -115,8 +114,7 @@ def drain_points(syncs: pd.DataFrame, ops: pd.DataFrame) -> np.ndarray:
         sync_columns = ["global_pid", "device_id", "scope_stream_id"] if scoped else ["global_pid", "device_id"]
         keys = [ops[c].to_numpy() for c in op_columns], [syncs[c].to_numpy()[wanted] for c in sync_columns]
         for mine, rows in rows_by_key(*keys, launch_start):
-            k = np.searchsorted(launch_start[rows], cutoff[wanted[mine]], side="right") - 1
-            drain[wanted[mine]] = take_matched(np.maximum.accumulate(gpu_end[rows]), k)
+            drain[wanted[mine]] = running_max_at(launch_start[rows], gpu_end[rows], cutoff[wanted[mine]])
     return drain
 
 

@@ -11,7 +11,7 @@ import pandas as pd
 
 from nsync.keys import match_rows, take_matched
 from nsync.load import Trace, global_pid
-from nsync.timeline import rows_by_key
+from nsync.timeline import latest_at, rows_by_key
 
 DEVICE_SYNC_APIS = frozenset({"cudaDeviceSynchronize", "cudaThreadSynchronize", "cuCtxSynchronize"})
 STREAM_SYNC_APIS = frozenset({"cudaStreamSynchronize", "cuStreamSynchronize"})
@@ -198,8 +198,7 @@ def _mark_reads(syncs: pd.DataFrame, calls: pd.DataFrame, ops: pd.DataFrame) -> 
     tid, start = calls["global_tid"].to_numpy(), calls["start"].to_numpy()
     before = np.full(len(sync_call), -1, np.int64)  # the thread's call just before the sync
     for mine, rows in rows_by_key([tid], [tid[sync_call]], start):
-        k = np.searchsorted(start[rows], start[sync_call[mine]], side="left") - 1
-        before[mine] = take_matched(rows, k)
+        before[mine] = latest_at(start[rows], rows, start[sync_call[mine]], side="left")
     dtoh = ((ops["op"] == "memcpy") & (ops["copy_kind"] == 2)).to_numpy()
     before_read = match_rows(
         global_pid(tid[before]),
@@ -245,8 +244,7 @@ def _thread_device(syncs: pd.DataFrame, ops: pd.DataFrame) -> np.ndarray:
     launch_start, sync_start = ops["launch_start"].to_numpy(), syncs["start"].to_numpy()
     device = np.full(len(syncs), -1, np.int64)
     for mine, rows in rows_by_key([ops["launch_tid"].to_numpy()], [syncs["global_tid"].to_numpy()], launch_start):
-        k = np.searchsorted(launch_start[rows], sync_start[mine], side="right") - 1
-        device[mine] = take_matched(ops["device_id"].to_numpy(), take_matched(rows, k))
+        device[mine] = take_matched(ops["device_id"].to_numpy(), latest_at(launch_start[rows], rows, sync_start[mine]))
     first_of_process = ops.groupby("global_pid")["device_id"].first()
     fallback = syncs["global_pid"].map(first_of_process).fillna(0).to_numpy(np.int64)
     return np.where(device >= 0, device, fallback)

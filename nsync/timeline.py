@@ -57,16 +57,24 @@ class BusyUnion:
         return int((self.ends - self.starts).sum())
 
 
+def latest_at(keys: np.ndarray, values: np.ndarray, queries: np.ndarray, side: str = "right") -> np.ndarray:
+    """The value of the latest key <= q for each query q (``side='left'``: < q); -1 when none.
+
+    ``keys`` must be sorted: "the op a thread launched last before t", "the call just before a sync".
+    """
+    if not len(keys):
+        return np.full(np.shape(queries), -1, np.int64)
+    k = np.searchsorted(keys, queries, side=side) - 1
+    return np.where(k >= 0, np.asarray(values)[np.clip(k, 0, None)], -1)
+
+
 def running_max_at(keys: np.ndarray, values: np.ndarray, queries: np.ndarray, side: str = "right") -> np.ndarray:
     """max(values[keys <= q]) for each query q (``side='left'``: keys < q); -1 when none.
 
     ``keys`` must be sorted. This is the workhorse for "latest GPU end among ops launched by t".
     """
-    if not len(keys):
-        return np.full(np.shape(queries), -1, np.int64)
-    cummax = np.maximum.accumulate(np.asarray(values, np.int64))
-    k = np.searchsorted(keys, queries, side=side) - 1
-    return np.where(k >= 0, cummax[np.clip(k, 0, None)], -1)
+    running = np.maximum.accumulate(np.asarray(values, np.int64)) if len(keys) else values
+    return latest_at(keys, running, queries, side)
 
 
 def group_codes(*tables: Sequence[np.ndarray]) -> list[np.ndarray]:
