@@ -28,7 +28,7 @@ import pandas as pd
 
 from nsync.config import AnalysisConfig
 from nsync.load import Trace
-from nsync.steps import Steps
+from nsync.steps import Steps, step_containing
 from nsync.timeline import BusyUnion, group_codes, latest_at, rows_by_key, running_max_at
 
 NO_TIME = np.iinfo(np.int64).max
@@ -169,23 +169,16 @@ def _step_end_after(table: pd.DataFrame, t: np.ndarray) -> np.ndarray:
     """The end of the step after the one containing each t, when that step follows straight on (else the
     own step's end; NO_TIME outside steps). Steps "follow straight on" when the gap between them is under
     a tenth of the median step: a pause between phases is not the next step's start."""
+    k = step_containing(table, t)
     if table.empty:
         return np.full(len(t), NO_TIME, np.int64)
     starts, ends = table["start"].to_numpy(np.int64), table["end"].to_numpy(np.int64)
-    k = np.searchsorted(starts, t, side="right") - 1
     kc = np.clip(k, 0, None)
     nxt = np.clip(kc + 1, 0, len(ends) - 1)
     contiguous = (nxt > kc) & (starts[nxt] - ends[kc] <= 0.1 * np.median(ends - starts))
-    bound = np.where(contiguous, ends[nxt], ends[kc])
-    return np.where((k >= 0) & (t < ends[kc]), bound, NO_TIME)
+    return np.where(k >= 0, np.where(contiguous, ends[nxt], ends[kc]), NO_TIME)
 
 
 def step_of(steps: Steps, t: np.ndarray) -> np.ndarray:
     """Index (among analysed steps) of the step containing each t, or -1."""
-    table = steps.analysed
-    if table.empty:
-        return np.full(len(t), -1, np.int64)
-    starts, ends = table["start"].to_numpy(np.int64), table["end"].to_numpy(np.int64)
-    k = np.searchsorted(starts, t, side="right") - 1
-    kc = np.clip(k, 0, None)
-    return np.where((k >= 0) & (t < ends[kc]), k, -1)
+    return step_containing(steps.analysed, t)

@@ -44,14 +44,19 @@ class Steps:
         return int(np.argmin(np.abs(durations - np.median(durations))))
 
 
+def step_containing(table: pd.DataFrame, t: np.ndarray) -> np.ndarray:
+    """Index (in ``table``, steps in time order) of the step [start, end) containing each t, or -1."""
+    if table.empty:
+        return np.full(len(t), -1, np.int64)
+    starts, ends = table["start"].to_numpy(np.int64), table["end"].to_numpy(np.int64)
+    k = np.searchsorted(starts, t, side="right") - 1
+    return np.where((k >= 0) & (t < ends[np.clip(k, 0, None)]), k, -1)
+
+
 def launched_in_steps(steps: Steps, launch_start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The ops launched inside a step (their rows) and the index of that step (among all steps)."""
-    table = steps.table
-    if table.empty:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    starts, ends = table["start"].to_numpy(np.int64), table["end"].to_numpy(np.int64)
-    k = np.searchsorted(starts, launch_start, side="right") - 1
-    rows = np.flatnonzero((k >= 0) & (launch_start < ends[np.clip(k, 0, None)]))
+    k = step_containing(steps.table, launch_start)
+    rows = np.flatnonzero(k >= 0)
     return rows, k[rows]
 
 
