@@ -167,7 +167,7 @@ def label_callsites(syncs: pd.DataFrame, stacks: list[Stack]) -> pd.DataFrame:
     lines = np.array([f.line if f else 0 for f in picked], dtype=np.int64)
     functions = np.array([f.function if f else "" for f in picked], dtype=object)[position]
     no_frame = functions == ""
-    functions[no_frame] = syncs["api"].astype(str).to_numpy()[no_frame]
+    functions[no_frame] = syncs["api"].to_numpy(dtype=object)[no_frame]
     return syncs.assign(file=files[position], line=lines[position], function=functions)
 
 

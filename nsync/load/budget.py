@@ -16,8 +16,8 @@ from nsync.load.db import ExportDb
 
 BASE_BYTES = 180 << 20
 BYTES_PER_ROW = 110
-SAFETY = 0.85
-NO_END = 2**62  # of the available memory, the share a load may plan to use
+SAFETY = 0.85  # of the available memory, the share a load may plan to use
+NO_END = 2**62  # the end of a window open to the end of the capture
 BIG_TABLES = (
     "CUPTI_ACTIVITY_KIND_RUNTIME",
     "CUPTI_ACTIVITY_KIND_KERNEL",

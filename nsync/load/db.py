@@ -307,10 +307,9 @@ def _check_readable(db: ExportDb) -> None:
     if promised is not None and db.path.stat().st_size < promised:
         db.close()
         raise TraceError(f"{db.path}: damaged or truncated SQLite file ({db.path.stat().st_size} of {promised} bytes)")
-    for table in ("StringIds",):
-        if db.has(table):
-            try:
-                db.conn.execute(f'SELECT count(*) FROM "{table}"').fetchone()
-            except sqlite3.DatabaseError as err:
-                db.close()
-                raise TraceError(f"{db.path}: damaged or truncated SQLite file ({_first_line(err)})") from err
+    if db.has("StringIds"):
+        try:
+            db.conn.execute('SELECT count(*) FROM "StringIds"').fetchone()
+        except sqlite3.DatabaseError as err:
+            db.close()
+            raise TraceError(f"{db.path}: damaged or truncated SQLite file ({_first_line(err)})") from err

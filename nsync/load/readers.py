@@ -74,7 +74,7 @@ def read_api(
     ``keep`` (a test on the normalised API name) drops calls no stage uses before they are read: on
     PyTorch traces half the rows are cuKernelGetName and friends.
     """
-    where, params = "eventClass IN (0, 1)", ()
+    where, params = f"eventClass IN {API_EVENT_CLASSES}", ()
     if keep is not None and len(strings):
         ids = [int(i) for i, name in strings.items() if isinstance(name, str) and keep(normalise_api_name(name))]
         where += " AND nameId IN (SELECT value FROM json_each(?))"  # ids travel as a bound parameter
@@ -141,7 +141,7 @@ def gpu_ops_table(stacked: tuple[dict[str, np.ndarray], list[int]], strings: pd.
     """
     columns, sizes = stacked
     columns["op"] = np.repeat(np.arange(len(_GPU_OP_TABLES), dtype=np.int8), sizes)
-    for name in _ENUMS:  # they fit a byte: a sixth of the memory at millions of ops
+    for name in _ENUMS:
         columns[name] = columns[name].astype(np.int8)
     start = columns["start"]
     if len(start) and not (start[1:] >= start[:-1]).all():
