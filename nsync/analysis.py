@@ -74,9 +74,10 @@ def analyze(
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="nsync-gpu-side") as beside:
         steps_job = beside.submit(find_steps, trace, ops, config)
         kernel_time_job = beside.submit(_kernel_time, ops)
-        gpu_step_ns_job = beside.submit(lambda: _gpu_step_times(steps_job.result(), ops))
+        in_steps_job = beside.submit(lambda: _ops_in_steps(steps_job.result(), ops))
         syncs = detect_syncs(trace, ops)
-        steps, kernel_time_ns, gpu_step_ns = steps_job.result(), kernel_time_job.result(), gpu_step_ns_job.result()
+        steps, kernel_time_ns = steps_job.result(), kernel_time_job.result()
+        in_steps, gpu_step_ns = in_steps_job.result()
     say("measuring GPU busy time")
     busy = device_busy(trace, ops)
     say("following each thread's lead")
@@ -93,7 +94,7 @@ def analyze(
     callsites = rank_callsites(in_window, stacks, steps.count)
     say("replaying what-if")
     warnings = list(trace.warnings)
-    predicted = what_if(ops, syncs, steps, callsites, config.host_scale)
+    predicted = what_if(ops, syncs, steps, callsites, config.host_scale, in_steps)
     if isinstance(predicted, str):  # why it was skipped
         warnings.append(predicted)
         predicted = None
@@ -226,12 +227,11 @@ def _totals(
     }
 
 
-def _gpu_step_times(steps: Steps, ops: pd.DataFrame) -> np.ndarray:
-    """Each analysed step's time on the GPU."""
+def _ops_in_steps(steps: Steps, ops: pd.DataFrame) -> tuple[tuple[np.ndarray, np.ndarray], np.ndarray]:
+    """The ops launched inside each step (shared with the what-if), and each analysed step's GPU time."""
     launched = launched_in_steps(steps, ops["launch_start"].to_numpy(np.int64))
-    return gpu_step_times(steps, launched, ops["start"].to_numpy(np.int64), ops["end"].to_numpy(np.int64))[
-        steps.warmup :
-    ]
+    start, end = ops["start"].to_numpy(np.int64), ops["end"].to_numpy(np.int64)
+    return launched, gpu_step_times(steps, launched, start, end)[steps.warmup :]
 
 
 def _step_stats(

@@ -56,8 +56,11 @@ class ReplayModel:
     sync_tid: np.ndarray
 
 
-def prepare(ops: pd.DataFrame, syncs: pd.DataFrame, steps: Steps) -> ReplayModel:
-    """``syncs``: every detected sync of the trace (start order), with drain_ns, scope and cutoff."""
+def prepare(
+    ops: pd.DataFrame, syncs: pd.DataFrame, steps: Steps, in_steps: tuple[np.ndarray, np.ndarray] | None = None
+) -> ReplayModel:
+    """``syncs``: every detected sync of the trace (start order), with drain_ns, scope and cutoff.
+    ``in_steps`` (from :func:`launched_in_steps`) saves finding each op's step again."""
     syncs = syncs.sort_values("start").reset_index(drop=True)
     launch = ops["launch_start"].to_numpy(np.int64)
     start, end = ops["start"].to_numpy(np.int64), ops["end"].to_numpy(np.int64)
@@ -85,7 +88,7 @@ def prepare(ops: pd.DataFrame, syncs: pd.DataFrame, steps: Steps) -> ReplayModel
         sync_prev=_previous_on_thread(tids),
         sync_waits=_waits(syncs, streams, launch),
         steps=steps,
-        op_in_steps=launched_in_steps(steps, launch),
+        op_in_steps=in_steps if in_steps is not None else launched_in_steps(steps, launch),
         op_tid=ops["launch_tid"].to_numpy(np.int64),
         sync_tid=tids,
     )
@@ -218,16 +221,22 @@ def _median(values: np.ndarray) -> float:
 
 
 def what_if(
-    ops: pd.DataFrame, syncs: pd.DataFrame, steps: Steps, callsites: pd.DataFrame, host_scale: float
+    ops: pd.DataFrame,
+    syncs: pd.DataFrame,
+    steps: Steps,
+    callsites: pd.DataFrame,
+    host_scale: float,
+    in_steps: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> WhatIf | str:
-    """Replay per call site (the costliest MAX_SITES) and for all at once; a reason string when skipped."""
+    """Replay per call site (the costliest MAX_SITES) and for all at once; a reason string when skipped.
+    ``in_steps`` as for :func:`prepare`."""
     if steps.table.empty or len(steps.table) < 2:
         return "what-if replay needs steps"
     sites = min(MAX_SITES, REPLAY_BUDGET // max(len(syncs), 1) - 3)
     if sites < 1:
         return f"what-if replay skipped: {len(syncs)} syncs is too many to replay (analyse a shorter capture)"
     syncs = syncs.sort_values("start").reset_index(drop=True)
-    model = prepare(ops, syncs, steps)
+    model = prepare(ops, syncs, steps, in_steps)
     none = np.zeros(len(syncs), bool)
 
     def predict(released: np.ndarray, scale: float = host_scale) -> float:
