@@ -51,7 +51,19 @@ __all__ = [
     "render_terminal",
     "summary",
 ]
-__version__ = "0.1.0"
+
+
+def _version() -> str:
+    """The installed distribution's version: one string, kept in pyproject.toml."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("nsync")
+    except PackageNotFoundError:  # imported from a source tree that was never installed
+        return "0+unknown"
+
+
+__version__ = _version()
 
 
 def __getattr__(name: str) -> Any:

@@ -15,7 +15,6 @@ from rich.console import Console
 
 import nsync
 from nsync import EXIT_CODES, AnalysisConfig, NsyncError, UsageError
-from nsync.load.budget import parse_size
 from nsync.memory import tune_allocator
 
 app = typer.Typer(
@@ -62,8 +61,18 @@ SourceDirOption = Annotated[
 ]
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        sys.stdout.write(f"nsync {nsync.__version__}\n")
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
     """Find the Python lines whose CUDA syncs make the GPU wait, from Nsight Systems traces."""
 
 
@@ -319,6 +328,20 @@ def parse_window(text: str | None) -> tuple[float, float | None] | None:
     if not sep or not 0 <= start < (float("inf") if end is None else end):
         raise UsageError(f"--window {text!r}: expected START:END in seconds, with START < END (e.g. 10:20)")
     return start, end
+
+
+def parse_size(text: str) -> int:
+    """``800M``, ``2G``, ``1.5GiB`` or a byte count -> bytes."""
+    units = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+    cleaned = text.strip().upper().removesuffix("B").removesuffix("I")
+    number, unit = (cleaned[:-1], cleaned[-1]) if cleaned[-1:] in units and cleaned[-1:] else (cleaned, "")
+    try:
+        value = float(number) * units[unit]
+    except ValueError:
+        raise UsageError(f"--max-memory {text!r}: expected a size such as 800M or 2G") from None
+    if value <= 0:
+        raise UsageError(f"--max-memory {text!r}: must be above zero")
+    return int(value)
 
 
 def write_text(path: Path, text: str) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from nsync import AnalysisConfig, analyze
+from nsync.cli import parse_size
 from nsync.errors import NsyncError, UsageError
 from nsync.load import budget
 from tests.test_cli import assert_one_line_error, run
@@ -71,13 +72,13 @@ def test_a_chosen_window_reads_only_what_starts_in_it(h200: Callable[[str], Path
     [("800M", 800 << 20), ("2G", 2 << 30), ("1.5GiB", int(1.5 * (1 << 30))), ("4096", 4096), ("64kb", 64 << 10)],
 )
 def test_sizes_parse(text: str, expected: int) -> None:
-    assert budget.parse_size(text) == expected
+    assert parse_size(text) == expected
 
 
 @pytest.mark.parametrize("text", ["lots", "", "-1G", "0"])
 def test_bad_sizes_are_usage_errors(text: str) -> None:
     with pytest.raises(UsageError):
-        budget.parse_size(text)
+        parse_size(text)
 
 
 def test_a_budget_below_the_interpreter_is_refused(h200: Callable[[str], Path]) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nsync.errors import NsyncError, UsageError
+from nsync.errors import NsyncError
 from nsync.load.db import ExportDb
 
 BASE_BYTES = 180 << 20
@@ -47,20 +47,6 @@ def available_memory_bytes() -> int | None:
     except (OSError, ValueError):
         pass
     return min(limits) if limits else None
-
-
-def parse_size(text: str) -> int:
-    """``800M``, ``2G``, ``1.5GiB`` or a byte count -> bytes."""
-    units = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-    cleaned = text.strip().upper().removesuffix("B").removesuffix("I")
-    number, unit = (cleaned[:-1], cleaned[-1]) if cleaned[-1:] in units and cleaned[-1:] else (cleaned, "")
-    try:
-        value = float(number) * units[unit]
-    except ValueError:
-        raise UsageError(f"--max-memory {text!r}: expected a size such as 800M or 2G") from None
-    if value <= 0:
-        raise UsageError(f"--max-memory {text!r}: must be above zero")
-    return int(value)
 
 
 def plan_window(

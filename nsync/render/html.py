@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import importlib.resources
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -12,10 +13,13 @@ import plotly.io as pio
 import plotly.offline
 
 from nsync import __version__
+from nsync.errors import NsyncError
 from nsync.render.figures import median_step_window, steps_figure, timeline_figure
 from nsync.render.json import analysis_to_dict
 
 if TYPE_CHECKING:
+    from importlib.resources.abc import Traversable
+
     from nsync.analysis import Analysis
     from nsync.diff import Diff
 
@@ -23,21 +27,25 @@ SOURCE_RADIUS = 2
 MAX_SOURCE_BYTES = 5_000_000
 
 
-def templates_dir() -> Path:
-    """``templates/`` of the source tree, installed as the package ``nsync.templates``."""
+def _template_source(name: str) -> tuple[str, None, Callable[[], bool]]:
+    """A template from the package ``nsync.templates``, read through ``importlib.resources`` so that a
+    wheel, a zip or an editable install all work; a source tree that was not installed has them in its
+    top-level ``templates/``."""
     try:
-        installed = Path(str(importlib.resources.files("nsync.templates")))
-        if (installed / "report.html.j2").is_file():
-            return installed
+        folder: Traversable = importlib.resources.files("nsync.templates")
     except ModuleNotFoundError:
-        pass
-    return Path(__file__).resolve().parents[2] / "templates"
+        folder = Path(__file__).resolve().parents[2] / "templates"
+    try:
+        text = folder.joinpath(name).read_text(encoding="utf-8")
+    except OSError as error:
+        raise NsyncError(f"this nsync install lacks its report template {name} ({error}): reinstall nsync") from error
+    return text, None, lambda: True
 
 
 def environment() -> jinja2.Environment:
     # autoescape=True for every template: select_autoescape would skip '.html.j2' names
     return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(templates_dir()), autoescape=True, undefined=jinja2.StrictUndefined
+        loader=jinja2.FunctionLoader(_template_source), autoescape=True, undefined=jinja2.StrictUndefined
     )
 
 
