@@ -8,7 +8,7 @@ branching on version numbers.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
@@ -167,13 +167,46 @@ class ExportDb:
         frame = self.query('SELECT name, value FROM "META_DATA_CAPTURE"')
         return {str(k): str(v) for k, v in zip(frame["name"], frame["value"])}
 
-    def strings(self) -> pd.Series:
-        """StringIds as a Series indexed by id (HTML entities of some nsys versions left as stored)."""
+    def strings(self) -> StringTable:
+        """StringIds (HTML entities of some nsys versions left as stored)."""
         frame = self.select("StringIds", {"id": "id", "value": "value"})
-        return pd.Series(frame["value"].to_numpy(dtype=object), index=frame["id"].to_numpy(np.int64))
+        return StringTable.of(frame["id"].to_numpy(np.int64), frame["value"].to_numpy(dtype=object))
 
     def close(self) -> None:
         self.conn.close()
+
+
+class StringTable(Mapping[int, str]):
+    """StringIds, built once before the reader threads start and only read after: plain numpy arrays and a
+    dict, never a pandas object, which is not safe to index from two threads (pandas 2.0 fails ``reindex``
+    about 1 run in 8)."""
+
+    def __init__(self, ids: np.ndarray, values: np.ndarray, by_id: dict[int, str]) -> None:
+        self._ids, self._values, self._by_id = ids, values, by_id
+
+    @classmethod
+    def of(cls, ids: np.ndarray, values: np.ndarray) -> StringTable:
+        order = np.argsort(ids, kind="stable")
+        ids, values = ids[order], values[order]
+        return cls(ids, values, dict(zip(ids.tolist(), values.tolist())))
+
+    def lookup(self, ids: np.ndarray) -> np.ndarray:
+        """The strings of ``ids`` (an object array; None where an id is unknown)."""
+        ids = np.asarray(ids, np.int64)
+        at = np.clip(np.searchsorted(self._ids, ids), 0, max(len(self._ids) - 1, 0))
+        found = (self._ids[at] == ids) if len(self._ids) else np.zeros(len(ids), bool)
+        out = np.full(len(ids), None, dtype=object)
+        out[found] = self._values[at[found]]
+        return out
+
+    def __getitem__(self, string_id: int) -> str:
+        return self._by_id[string_id]
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._by_id)
+
+    def __len__(self) -> int:
+        return len(self._by_id)
 
 
 T = TypeVar("T")

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from nsync.keys import dense_codes, match_rows, take_matched
-from nsync.load.db import ExportDb, Read
+from nsync.load.db import ExportDb, Read, StringTable
 from nsync.load.pyframes import StackTable
 
 RUNTIME = "CUPTI_ACTIVITY_KIND_RUNTIME"
@@ -37,11 +37,11 @@ def normalise_api_name(name: str) -> str:
     return _PER_THREAD_SUFFIX.sub("", _VERSION_SUFFIX.sub("", name))
 
 
-def names_for(ids: pd.Series | np.ndarray, strings: pd.Series, normalise: bool = False) -> pd.Categorical:
+def names_for(ids: pd.Series | np.ndarray, strings: StringTable, normalise: bool = False) -> pd.Categorical:
     """Resolve StringIds ids to a Categorical, touching each distinct id once."""
     ids = np.asarray(pd.Series(ids).fillna(-1), dtype=np.int64)
     inverse, uniq = dense_codes(ids)
-    values = strings.reindex(uniq).to_numpy(dtype=object)
+    values = strings.lookup(uniq)
     resolved = [(f"<string {i}>" if not isinstance(v, str) else v) for i, v in zip(uniq, values)]
     if normalise:
         resolved = [normalise_api_name(v) for v in resolved]
@@ -67,7 +67,7 @@ def in_window(window: Window, where: str, params: tuple[object, ...] = ()) -> tu
 
 
 def read_api(
-    db: ExportDb, strings: pd.Series, keep: Callable[[str], bool] | None = None, window: Window = None
+    db: ExportDb, strings: StringTable, keep: Callable[[str], bool] | None = None, window: Window = None
 ) -> pd.DataFrame:
     """CUDA API calls (eventClass 0/1).
 
@@ -132,7 +132,7 @@ def read_gpu_op_columns(db: ExportDb, window: Window = None) -> tuple[dict[str, 
     return db.stack_columns([Read(table, {**_GPU_COMMON, **extra}, where, params) for table, extra in _GPU_OP_TABLES])
 
 
-def gpu_ops_table(stacked: tuple[dict[str, np.ndarray], list[int]], strings: pd.Series) -> dict[str, np.ndarray]:
+def gpu_ops_table(stacked: tuple[dict[str, np.ndarray], list[int]], strings: StringTable) -> dict[str, np.ndarray]:
     """The GPU activity tables as one table of GPU intervals in start order (each table comes sorted;
     together they are a few sorted runs, merged here once so that later stages need not sort them).
 
@@ -168,7 +168,7 @@ def with_launches(ops: dict[str, np.ndarray], api: pd.DataFrame) -> pd.DataFrame
     return pd.DataFrame(ops, copy=False)
 
 
-def read_busy_extra(db: ExportDb, strings: pd.Series) -> pd.DataFrame:
+def read_busy_extra(db: ExportDb, strings: StringTable) -> pd.DataFrame:
     frame = db.select_ints(
         "PROFILER_OVERHEAD", {"start": "start", "end": "end", "global_tid": "globalTid", "name_id": "nameId"}
     )
@@ -202,7 +202,7 @@ def read_cuda_events(db: ExportDb) -> pd.DataFrame:
     return db.select_ints("CUPTI_ACTIVITY_KIND_CUDA_EVENT", _EVENT_LINK)
 
 
-def read_nvtx_ranges(db: ExportDb, strings: pd.Series, window: Window = None) -> pd.DataFrame:
+def read_nvtx_ranges(db: ExportDb, strings: StringTable, window: Window = None) -> pd.DataFrame:
     frame = db.select(
         "NVTX_EVENTS",
         {
@@ -242,7 +242,7 @@ def _domains(db: ExportDb) -> pd.DataFrame:
 
 
 def read_python_marks(
-    db: ExportDb, strings: pd.Series, stacks: StackTable, window: Window = None
+    db: ExportDb, strings: StringTable, stacks: StackTable, window: Window = None
 ) -> tuple[pd.DataFrame, int]:
     """Python-frame NVTX marks with decoded stack ids, and how many backtrace marks had no frames.
 
@@ -276,7 +276,7 @@ def read_python_marks(
     return marks[["start", "global_tid", "stack_id", "kind"]].reset_index(drop=True), frameless
 
 
-def read_callchains(db: ExportDb, strings: pd.Series, wanted: np.ndarray) -> pd.DataFrame:
+def read_callchains(db: ExportDb, strings: StringTable, wanted: np.ndarray) -> pd.DataFrame:
     """Native CUDA backtraces (innermost first) of the ``wanted`` callchain ids: callchain_id, depth,
     function, module. Nothing is read when no call needs one (every call has its Python frames).
 
@@ -308,7 +308,7 @@ def read_callchains(db: ExportDb, strings: pd.Series, wanted: np.ndarray) -> pd.
     )
 
 
-def read_threads(db: ExportDb, strings: pd.Series) -> pd.DataFrame:
+def read_threads(db: ExportDb, strings: StringTable) -> pd.DataFrame:
     frame = _ints(db.select("ThreadNames", {"global_tid": "globalTid", "name_id": "nameId"}), ["global_tid", "name_id"])
     frame["name"] = np.asarray(names_for(frame["name_id"], strings), dtype=object)
     return frame.drop_duplicates("global_tid", keep="last")[["global_tid", "name"]].reset_index(drop=True)
