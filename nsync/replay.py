@@ -243,9 +243,13 @@ def what_if(
         return _median(step_times_ns(model, replay(model, released, scale)))
 
     base = predict(none)
-    site_codes, site_keys = pd.MultiIndex.from_arrays(
-        [syncs["file"].astype(str), syncs["line"].astype(np.int64), syncs["function"].astype(str)]
-    ).factorize()
+    site_codes, site_keys = (
+        pd.MultiIndex.from_arrays(
+            [syncs["file"].astype(str), syncs["line"].astype(np.int64), syncs["function"].astype(str)]
+        ).factorize()
+        if len(syncs)
+        else (none.astype(np.int64), pd.MultiIndex.from_tuples([], names=["f", "l", "fn"]))
+    )
     savings = {}
     top = callsites.head(sites)
     for file, line, function in zip(top["file"], top["line"], top["function"]):  # a few call sites
