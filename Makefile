@@ -3,8 +3,9 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+FLOOR := .venv-floor
 
-.PHONY: demo test lint bench system-deps clean
+.PHONY: demo test test-floor lint bench system-deps clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -29,8 +30,16 @@ lint: $(STAMP)
 test: system-deps $(STAMP) lint
 	$(BIN)/pytest -q
 
+# The suite again on the lowest versions pyproject.toml declares (uv's lowest-direct resolution), so that
+# the floors are versions that work. The wheel's own test is left to `make test`.
+test-floor: $(STAMP)
+	rm -rf $(FLOOR)
+	$(BIN)/uv venv -q --python $(PYTHON) $(FLOOR)
+	$(BIN)/uv pip install -q --python $(FLOOR)/bin/python --resolution lowest-direct '.[test]'
+	$(FLOOR)/bin/python -m pytest -q -p no:cacheprovider --ignore=tests/test_wheel.py
+
 clean:
-	rm -rf $(VENV) demo-out .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(FLOOR) demo-out .pytest_cache .ruff_cache
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_fixtures.py

@@ -1,0 +1,145 @@
+"""What a user installs: the wheel, in a fresh virtual environment, run from a folder outside the checkout.
+
+An editable install (the suite's own) finds files in the source tree that a wheel may lack; this module
+builds the wheel, installs it with its dependencies into a new environment, and runs the commands there,
+with no path of the checkout in sight but the input traces.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from tests.browser import load, needs_chromium
+from tests.test_real_nsys import needs_nsys
+
+ROOT = Path(__file__).resolve().parent.parent
+TRACES = ROOT / "fixtures" / "h200"
+UV = shutil.which("uv", path=str(Path(sys.executable).parent))
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The ``bin`` folder of a fresh environment holding the freshly built wheel."""
+    folder = tmp_path_factory.mktemp("wheel")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(folder / "dist"), str(ROOT)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    (wheel,) = (folder / "dist").glob("nsync-*.whl")
+    venv = folder / "venv"
+    if UV:  # the same resolution as pip's, in seconds rather than a minute
+        subprocess.run([UV, "venv", "-q", "--python", sys.executable, str(venv)], check=True, timeout=120)
+        install = [UV, "pip", "install", "-q", "--python", str(venv / "bin" / "python"), str(wheel)]
+    else:
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+        install = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", str(wheel)]
+    subprocess.run(install, check=True, capture_output=True, timeout=600)
+    return venv / "bin"
+
+
+def nsync(bin_dir: Path, cwd: Path, *args: object) -> subprocess.CompletedProcess[str]:
+    """The installed command, run from ``cwd`` with a plain environment (no PYTHONPATH, no checkout)."""
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(cwd), "COLUMNS": "200"}
+    return subprocess.run(
+        [str(bin_dir / "nsync"), *map(str, args)], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
+    )
+
+
+@pytest.fixture
+def elsewhere(tmp_path: Path) -> Path:
+    folder = tmp_path / "user"
+    folder.mkdir()
+    return folder
+
+
+def test_the_wheel_carries_the_package_templates_and_license() -> None:
+    wheel_dir = ROOT / "build" / "wheel-check"
+    shutil.rmtree(wheel_dir, ignore_errors=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheel_dir), str(ROOT)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    (wheel,) = wheel_dir.glob("nsync-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    shutil.rmtree(wheel_dir, ignore_errors=True)
+    assert {"nsync/templates/__init__.py", "nsync/templates/report.html.j2", "nsync/templates/diff.html.j2"} <= set(
+        names
+    )
+    assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
+    assert not any(n.startswith(("tests/", "fixtures/", "benchmarks/")) for n in names)
+
+
+def test_installed_analyze_writes_html_markdown_and_json(installed: Path, elsewhere: Path) -> None:
+    result = nsync(
+        installed, elsewhere, "analyze", TRACES / "print_deg.sqlite.xz", "--html", "r.html", "--markdown", "r.md",
+        "--json", "r.json",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "w_print.py:19" in result.stdout
+    data = json.loads((elsewhere / "r.json").read_text())
+    top = data["callsites"][0]
+    assert (Path(top["file"]).name, top["line"], top["function"]) == ("w_print.py", 19, "step")
+    assert "`w_print.py:19`" in (elsewhere / "r.md").read_text()
+    page = (elsewhere / "r.html").read_text()
+    assert 'id="ranking"' in page and "w_print.py" in page
+
+
+@needs_chromium
+def test_installed_html_renders_in_a_browser(installed: Path, elsewhere: Path) -> None:
+    assert nsync(installed, elsewhere, "analyze", TRACES / "print_deg.sqlite.xz", "--html", "r.html").returncode == 0
+    dom, console = load(elsewhere / "r.html")
+    assert "w_print.py:19" in dom and 'class="plot-container' in dom
+    assert not [m for m in console if "Error" in m]
+
+
+def test_installed_diff_writes_html(installed: Path, elsewhere: Path) -> None:
+    result = nsync(
+        installed, elsewhere, "diff", TRACES / "print_ok.sqlite.xz", TRACES / "print_deg.sqlite.xz", "--html", "d.html"
+    )
+    assert result.returncode == 0, result.stderr
+    assert "regression" in result.stdout
+    page = (elsewhere / "d.html").read_text()
+    assert "regression" in page and "w_print.py" in page
+
+
+@needs_nsys
+def test_installed_profile_returns_the_programs_exit_code_with_every_output(installed: Path, elsewhere: Path) -> None:
+    (elsewhere / "job.py").write_text("import sys, time\ntime.sleep(0.5)\nprint('working')\nsys.exit(7)\n")
+    python = installed / "python"
+    result = nsync(
+        installed, elsewhere, "profile", "--python", python, "--no-cpu-sampling", "--json", "r.json", "job.py"
+    )
+    assert result.returncode == 7, result.stderr
+    assert "working" in result.stdout
+    assert "the program exited with code 7" in result.stderr
+    out = elsewhere / "nsync-out"
+    assert (out / "job.sqlite").is_file() and (out / "job.nsys-rep").is_file()
+    assert "nsync report" in (out / "job.html").read_text()
+    assert json.loads((elsewhere / "r.json").read_text())["status"] == "no-cuda"
+
+
+def test_installed_version_and_a_help_that_loads_no_pandas(installed: Path, elsewhere: Path) -> None:
+    version = subprocess.run(
+        [str(installed / "python"), "-c", "import importlib.metadata as m; print(m.version('nsync'))"],
+        capture_output=True, text=True, check=True, cwd=elsewhere,
+    ).stdout.strip()  # fmt: skip
+    assert nsync(installed, elsewhere, "--version").stdout == f"nsync {version}\n"
+    imports = subprocess.run(
+        [str(installed / "python"), "-X", "importtime", "-m", "nsync", "--help"],
+        capture_output=True, text=True, cwd=elsewhere, env={**os.environ, "PYTHONPATH": ""},
+    )  # fmt: skip
+    assert imports.returncode == 0 and "Usage" in imports.stdout
+    loaded = {line.rsplit("|", 1)[-1].strip() for line in imports.stderr.splitlines()}
+    assert "nsync.cli" in loaded and not {"pandas", "numpy", "plotly", "pyarrow"} & loaded
