@@ -5,8 +5,10 @@ from __future__ import annotations
 import functools
 import gc
 import os
+import sqlite3
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
@@ -52,6 +54,15 @@ MaxMemoryOption = Annotated[
     ),
 ]
 HtmlOption = Annotated[Path | None, typer.Option("--html", help="Write the HTML report here.", metavar="PATH")]
+DbOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--db",
+        help="Write every sync and the call-site table to this SQLite database (tables syncs, callsites, "
+        "nsync_meta; query with sqlite-utils or Datasette). Never the trace itself.",
+        metavar="PATH",
+    ),
+]
 MarkdownOption = Annotated[
     Path | None, typer.Option("--markdown", help="Write a Markdown summary here.", metavar="PATH")
 ]
@@ -131,8 +142,11 @@ def analyze_command(
     html_path: HtmlOption = None,
     markdown_path: MarkdownOption = None,
     source_dir: SourceDirOption = None,
+    db_path: DbOption = None,
 ) -> None:
     """Rank the Python call sites whose syncs cost GPU time in an nsys trace."""
+    outputs = Outputs(json=json_path, html=html_path, markdown=markdown_path, db=db_path)
+    outputs.check(trace)
     config = AnalysisConfig(
         step_range=step_range,
         warmup_steps=warmup_steps,
@@ -141,7 +155,8 @@ def analyze_command(
     )
     with err.status("loading trace", spinner="dots") as status:
         result = nsync.analyze(trace, config, progress=lambda msg: status.update(msg))
-    _emit(result, top, json_path, html_path, markdown_path, source_dir)
+    if not _emit(result, top, outputs, source_dir):
+        raise typer.Exit(1)
 
 
 @app.command(
@@ -171,6 +186,7 @@ def profile_command(
     ] = None,
     markdown_path: MarkdownOption = None,
     source_dir: SourceDirOption = None,
+    db_path: DbOption = None,
     step_range: StepRangeOption = None,
     warmup_steps: WarmupOption = None,
     duration: Annotated[float | None, typer.Option(min=1, help="Stop capturing after this many seconds.")] = None,
@@ -198,11 +214,13 @@ def profile_command(
 ) -> None:
     """Run a program under nsys with Python backtraces, export the trace, and rank its sync call sites."""
     from nsync.nsys import CaptureOptions
-    from nsync.profile import build_command, output_name, profile
+    from nsync.profile import build_command, output_name, prepare_output, profile
 
     if capture_range not in (None, "cudaProfilerApi", "nvtx"):
         raise UsageError(f"--capture-range must be cudaProfilerApi or nvtx, not {capture_range!r}")
     command = build_command(target or [], module, python)
+    prepare_output(out_dir)
+    Outputs(json=json_path, html=html_path, markdown=markdown_path, db=db_path).check()  # before the capture
     options = CaptureOptions(
         out_dir=out_dir,
         name=name or output_name(target or [], module),
@@ -217,13 +235,15 @@ def profile_command(
     config = AnalysisConfig(step_range=step_range, warmup_steps=warmup_steps)
     result = profile(command, options, config, nsys_path, say=lambda msg: err.print(f"nsync: {msg}", markup=False))
     err.print(f"nsync: wrote {result.sqlite}" + (f" and {result.report}" if result.report else ""), markup=False)
-    html = html_path or out_dir / f"{options.name}.html"
-    _emit(result.analysis, top, json_path, html, markdown_path, [Path.cwd(), *(source_dir or [])])
+    outputs = Outputs(json_path, html_path or out_dir / f"{options.name}.html", markdown_path, db_path)
+    complete = _emit(result.analysis, top, outputs, [Path.cwd(), *(source_dir or [])])
     if result.interrupted:
         raise typer.Exit(130)
-    if result.exit_code:
+    if result.exit_code:  # the program's own exit code comes first
         err.print(f"nsync: the program exited with code {result.exit_code}", markup=False)
         raise typer.Exit(result.exit_code)
+    if not complete:
+        raise typer.Exit(1)
 
 
 @app.command(
@@ -255,28 +275,33 @@ def diff_command(
     from nsync.diff import diff
     from nsync.render.diff import diff_summary, render_diff_json, render_diff_markdown
 
+    outputs = Outputs(json=json_path, html=html_path, markdown=markdown_path)
+    outputs.check(baseline)
+    outputs.check(candidate)
     config = AnalysisConfig(step_range=step_range)
     with err.status("loading baseline", spinner="dots") as status:
         base = nsync.analyze(baseline, config, progress=lambda msg: status.update(f"baseline: {msg}"))
         cand = nsync.analyze(candidate, config, progress=lambda msg: status.update(f"candidate: {msg}"))
     result = diff(base, cand)
-    if html_path:
+
+    def html(path: Path) -> None:
         from nsync.render.html import render_diff_html
 
-        write_text(html_path, render_diff_html(result))
-    if markdown_path:
-        write_text(markdown_path, render_diff_markdown(result, top))
-    if json_path == "-":
-        sys.stdout.write(render_diff_json(result))
-    else:
-        if json_path:
-            write_text(Path(json_path), render_diff_json(result))
-        Console(highlight=False, width=_width()).print(diff_summary(result, top))
+        write_text(path, render_diff_html(result))
+
+    writers: dict[str, Writer] = {
+        "--html": html,
+        "--markdown": lambda path: write_text(path, render_diff_markdown(result, top)),
+        "--json": lambda path: write_text(path, render_diff_json(result)),
+    }
+    complete = _finish(outputs, writers, lambda: render_diff_json(result), lambda: diff_summary(result, top))
     if fail_on_regression is not None and result.regressed_beyond(fail_on_regression):
         err.print(
             f"nsync: step time regressed by {result.step_ms['delta_pct']} % (> {fail_on_regression} %)", markup=False
         )
         raise typer.Exit(3)
+    if not complete:
+        raise typer.Exit(1)
 
 
 def _width() -> int | None:
@@ -284,36 +309,97 @@ def _width() -> int | None:
     return 120 if not sys.stdout.isatty() and "COLUMNS" not in os.environ else None
 
 
-def _emit(
-    result: nsync.Analysis,
-    top: int,
-    json_path: str | None = None,
-    html_path: Path | None = None,
-    markdown_path: Path | None = None,
-    source_dirs: list[Path] | None = None,
-) -> None:
-    """The outputs both commands write: files first, then JSON on stdout or the terminal summary."""
-    written = []
-    if html_path:
-        with err.status("rendering HTML report", spinner="dots"):
-            try:
-                page = nsync.render_html(result, source_dirs=source_dirs)
-            except ModuleNotFoundError as error:  # an incomplete install: say what to add
-                raise NsyncError(f"the HTML report needs {error.name}: pip install {error.name}") from error
-            write_text(html_path, page)
-        written.append(str(html_path))
-    if markdown_path:
-        write_text(markdown_path, nsync.render_markdown(result, top))
-        written.append(str(markdown_path))
-    if json_path and json_path != "-":
-        write_text(Path(json_path), nsync.render_json(result, top=None))
-        written.append(json_path)
-    if json_path == "-":
-        sys.stdout.write(nsync.render_json(result, top=None))
+@dataclass(frozen=True)
+class Outputs:
+    """The files a command writes (``json`` may be '-': stdout), checked before the analysis runs."""
+
+    json: str | None = None
+    html: Path | None = None
+    markdown: Path | None = None
+    db: Path | None = None
+
+    def files(self) -> list[tuple[str, Path]]:
+        named = [("--json", None if self.json in (None, "-") else Path(str(self.json)))]
+        named += [("--html", self.html), ("--markdown", self.markdown), ("--db", self.db)]
+        return [(flag, path) for flag, path in named if path is not None]
+
+    def check(self, trace: Path | None = None) -> None:
+        """Refuse now a path that cannot be written, rather than after minutes of analysis."""
+        for flag, path in self.files():
+            if path.is_dir():
+                raise UsageError(f"{flag} {path}: is a folder")
+            folder = path.parent
+            if not folder.is_dir():
+                raise UsageError(f"{flag} {path}: cannot write there, no such folder {folder}")
+            if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+                raise UsageError(f"{flag} {path}: cannot write there, permission denied")
+            if trace is not None and path.resolve() == trace.resolve():
+                raise UsageError(f"{flag} {path}: that is the trace being analysed; nsync never writes into a trace")
+        if self.db is not None:
+            from nsync.render.database import check_database_path
+
+            check_database_path(self.db, trace)
+
+
+Writer = Callable[[Path], None]
+
+
+def _emit(result: nsync.Analysis, top: int, outputs: Outputs, source_dirs: list[Path] | None = None) -> bool:
+    """The outputs both analysing commands write: files, then JSON on stdout or the terminal summary.
+    False when a file could not be written."""
+    writers: dict[str, Writer] = {
+        "--html": lambda path: _write_html(result, path, source_dirs),
+        "--markdown": lambda path: write_text(path, nsync.render_markdown(result, top)),
+        "--json": lambda path: write_text(path, nsync.render_json(result, top=None)),
+        "--db": lambda path: _write_db(result, path),
+    }
+    return _finish(
+        outputs,
+        writers,
+        stdout_json=lambda: nsync.render_json(result, top=None),
+        summary=lambda: nsync.summary(result, top),
+    )
+
+
+def _finish(
+    outputs: Outputs, writers: dict[str, Writer], stdout_json: Callable[[], str], summary: Callable[[], object]
+) -> bool:
+    """Write each requested file (one that fails keeps no other from being written), then JSON on stdout or
+    the terminal summary. False when a file could not be written (each failure said on stderr)."""
+    written, failed = [], []
+    for flag, path in outputs.files():
+        try:
+            writers[flag](path)
+            written.append(path)
+        except NsyncError as error:  # noqa: PERF203 -- a few files, each failure reported
+            failed.append(str(error))
+    if outputs.json == "-":
+        sys.stdout.write(stdout_json())
     else:
-        Console(highlight=False, width=_width()).print(nsync.summary(result, top))
+        Console(highlight=False, width=_width()).print(summary())
     for path in written:
         err.print(f"nsync: wrote {path}", markup=False)
+    for message in failed:
+        sys.stderr.write(f"nsync: error: {message}\n")
+    return not failed
+
+
+def _write_html(result: nsync.Analysis, path: Path, source_dirs: list[Path] | None) -> None:
+    with err.status("rendering HTML report", spinner="dots"):
+        try:
+            page = nsync.render_html(result, source_dirs=source_dirs)
+        except ModuleNotFoundError as error:  # an incomplete install: say what to add
+            raise NsyncError(f"the HTML report needs {error.name}: pip install {error.name}") from error
+        write_text(path, page)
+
+
+def _write_db(result: nsync.Analysis, path: Path) -> None:
+    from nsync.render.database import write_database
+
+    try:
+        write_database(result, path)
+    except (OSError, sqlite3.Error) as error:
+        raise NsyncError(f"cannot write {path}: {error}") from error
 
 
 def parse_window(text: str | None) -> tuple[float, float | None] | None:

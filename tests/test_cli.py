@@ -138,7 +138,7 @@ def test_unknown_step_range_is_a_usage_error():
 
 def test_unwritable_json_path(tmp_path):
     result = run("analyze", ROOT / "fixtures/h200/p4.sqlite.xz", "--json", tmp_path / "no/such/dir/r.json")
-    assert_one_line_error(result, 1, "cannot write")
+    assert_one_line_error(result, 2, "cannot write there, no such folder")
 
 
 def test_trace_with_api_calls_but_no_gpu_work(tmp_path):

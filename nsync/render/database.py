@@ -1,0 +1,223 @@
+"""``--db results.db``: every sync and the call-site table in a SQLite database of nsync's own.
+
+Users query it with sqlite-utils or Datasette (``sqlite-utils query results.db "select ..."``). It is never
+the user's trace: a path that holds an nsys export, or any SQLite file nsync did not write, is refused.
+Rows go in through ``executemany`` over column lists (about a million rows a second); sqlite-utils
+declares the tables, their types and indexes.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import sqlite_utils
+
+from nsync import __version__
+from nsync.errors import UsageError
+from nsync.load.db import NSYS_MARKER_TABLES, SQLITE_MAGIC
+
+if TYPE_CHECKING:
+    from nsync.analysis import Analysis
+
+META_TABLE = "nsync_meta"
+# The frame that issues the sync: the innermost one outside PyTorch itself (a framework's own line, say).
+_TORCH_FILE = re.compile(r"[/\\]torch[/\\]")
+
+SYNC_COLUMNS: dict[str, type] = {
+    "id": int,
+    "start_ns": int,
+    "end_ns": int,
+    "host_wait_ns": int,
+    "lead_before_ns": int,
+    "drain_ns": int,
+    "rebuild_ns": int,
+    "exposed_idle_ns": int,
+    "step": int,
+    "thread_id": int,
+    "thread_name": str,
+    "api": str,
+    "kind": str,
+    "device_id": int,
+    "stream_id": int,
+    "copy_bytes": int,
+    "copy_direction": str,
+    "callsite_file": str,
+    "callsite_line": int,
+    "callsite_function": str,
+    "callsite_source": str,
+    "sync_frame_file": str,
+    "sync_frame_line": int,
+    "sync_frame_function": str,
+}
+CALLSITE_COLUMNS: dict[str, type] = {
+    "rank": int,
+    "file": str,
+    "line": int,
+    "function": str,
+    "count": int,
+    "syncs_per_step": float,
+    "exposed_idle_ns": int,
+    "exposed_idle_ns_per_step": float,
+    "host_wait_ns": int,
+    "host_wait_ns_per_step": float,
+    "lead_before_ns_mean": float,
+    "predicted_saving_ns_per_step": float,
+    "kinds": str,
+    "apis": str,
+    "hint": str,
+    "stack": str,
+}
+
+
+def check_database_path(path: Path, trace_path: Path | None = None) -> None:
+    """Refuse, before any analysis runs, a path nsync must not write: the trace, a folder, another SQLite."""
+    if trace_path is not None and path.resolve() == Path(trace_path).resolve():
+        raise UsageError(f"--db {path}: that is the trace being analysed; nsync never writes into a trace")
+    if path.is_dir():
+        raise UsageError(f"--db {path}: is a folder")
+    if not path.exists():
+        return
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(16)
+    except OSError as error:
+        raise UsageError(f"--db {path}: cannot read ({error.strerror})") from error
+    if head and head != SQLITE_MAGIC:
+        raise UsageError(f"--db {path}: exists and is not SQLite; choose another path")
+    if head:
+        tables = set(_tables(path))
+        if tables & set(NSYS_MARKER_TABLES):
+            raise UsageError(f"--db {path}: is an nsys export; nsync never writes into a trace")
+        if tables and META_TABLE not in tables:
+            raise UsageError(f"--db {path}: is a SQLite database nsync did not write; choose another path")
+
+
+def _tables(path: Path) -> list[str]:
+    try:
+        with sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True) as conn:
+            return [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+    except sqlite3.DatabaseError as error:
+        raise UsageError(f"--db {path}: exists and is not a readable SQLite database ({error})") from error
+
+
+def write_database(analysis: Analysis, path: Path) -> None:
+    """(Re)write ``path`` with the tables ``nsync_meta``, ``syncs`` and ``callsites``."""
+    check_database_path(path, Path(analysis.trace_path))
+    db = sqlite_utils.Database(path)
+    try:
+        with db.conn:
+            for name in (META_TABLE, "syncs", "callsites"):
+                db[name].drop(ignore=True)
+            db[META_TABLE].insert_all(
+                [{"key": key, "value": value} for key, value in _meta(analysis).items()], pk="key"
+            )
+            _insert(db, "syncs", SYNC_COLUMNS, _sync_rows(analysis), pk="id")
+            _insert(db, "callsites", CALLSITE_COLUMNS, _callsite_rows(analysis), pk="rank")
+        syncs = db.table("syncs")
+        for columns in (["callsite_file", "callsite_line"], ["step"], ["kind"], ["start_ns"], ["thread_id"]):
+            syncs.create_index(columns, if_not_exists=True)
+        db.table("callsites").create_index(["file", "line"], if_not_exists=True)
+    finally:
+        db.close()
+
+
+def _insert(
+    db: sqlite_utils.Database, name: str, schema: dict[str, type], columns: dict[str, list[Any]], pk: str
+) -> None:
+    db.table(name).create(schema, pk=pk)
+    names = list(schema)
+    placeholders = ", ".join("?" for _ in names)
+    quoted = ", ".join(f'"{n}"' for n in names)  # names are this module's constants, never trace data
+    db.conn.executemany(f'INSERT INTO "{name}" ({quoted}) VALUES ({placeholders})', zip(*(columns[n] for n in names)))
+
+
+def _meta(analysis: Analysis) -> dict[str, str]:
+    return {
+        "nsync_version": __version__,
+        "trace_path": analysis.trace_path,
+        "nsys_version": analysis.nsys_version or "",
+        "export_schema_version": analysis.schema_version or "",
+        "gpus": ", ".join(analysis.gpus),
+        "steps": str(analysis.steps.count),
+        "step_source": analysis.steps.source,
+        "window_start_ns": str(analysis.window_ns[0]),
+        "window_end_ns": str(analysis.window_ns[1]),
+    }
+
+
+def _sync_frames(analysis: Analysis) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """File, line and function of each stack's sync frame, indexed by stack id + 1 (0: no stack)."""
+    frames = [next((f for f in stack if not _TORCH_FILE.search(f.file)), stack[0]) for stack in analysis.stacks]
+    return (
+        np.array(["", *(f.file for f in frames)], dtype=object),
+        np.array([0, *(f.line for f in frames)], dtype=np.int64),
+        np.array(["", *(f.function for f in frames)], dtype=object),
+    )
+
+
+def _sync_rows(analysis: Analysis) -> dict[str, list[Any]]:
+    syncs = analysis.syncs
+    if syncs.empty:
+        return {name: [] for name in SYNC_COLUMNS}
+    frame_file, frame_line, frame_function = _sync_frames(analysis)
+    at = syncs["stack_id"].to_numpy(np.int64) + 1
+    tids = syncs["global_tid"].to_numpy(np.int64)
+    step = syncs["step"].to_numpy(np.int64)
+    return {
+        "id": list(range(len(syncs))),
+        "start_ns": syncs["start"].tolist(),
+        "end_ns": syncs["end"].tolist(),
+        "host_wait_ns": syncs["wait_ns"].tolist(),
+        "lead_before_ns": syncs["lead_before_ns"].tolist(),
+        "drain_ns": syncs["drain_ns"].tolist(),
+        "rebuild_ns": syncs["rebuild_ns"].tolist(),
+        "exposed_idle_ns": syncs["exposed_idle_ns"].tolist(),
+        "step": [None if s < 0 else s for s in step.tolist()],
+        "thread_id": tids.tolist(),
+        "thread_name": [analysis.thread_names.get(t, "") for t in tids.tolist()],
+        "api": syncs["api"].astype(str).tolist(),
+        "kind": syncs["kind"].astype(str).tolist(),
+        "device_id": syncs["device_id"].tolist(),
+        "stream_id": [None if s < 0 else s for s in syncs["scope_stream_id"].tolist()],
+        "copy_bytes": [None if b < 0 else b for b in syncs["copy_bytes"].tolist()],
+        "copy_direction": [d or None for d in syncs["copy_direction"].astype(str).tolist()],
+        "callsite_file": syncs["file"].astype(str).tolist(),
+        "callsite_line": syncs["line"].tolist(),
+        "callsite_function": syncs["function"].astype(str).tolist(),
+        "callsite_source": syncs["callsite_source"].astype(str).tolist(),
+        "sync_frame_file": frame_file[at].tolist(),
+        "sync_frame_line": frame_line[at].tolist(),
+        "sync_frame_function": frame_function[at].tolist(),
+    }
+
+
+def _callsite_rows(analysis: Analysis) -> dict[str, list[Any]]:
+    sites = analysis.callsites
+    saving = sites["predicted_saving_ns_per_step"] if "predicted_saving_ns_per_step" in sites else [None] * len(sites)
+
+    def number(values: Any) -> list[Any]:
+        return [None if v is None or v != v else float(v) for v in values]  # NaN -> NULL
+
+    return {
+        "rank": list(range(1, len(sites) + 1)),
+        "file": sites["file"].astype(str).tolist(),
+        "line": [int(v) for v in sites["line"]],
+        "function": sites["function"].astype(str).tolist(),
+        "count": [int(v) for v in sites["count"]],
+        "syncs_per_step": number(sites["syncs_per_step"]),
+        "exposed_idle_ns": [int(v) for v in sites["exposed_idle_ns"]],
+        "exposed_idle_ns_per_step": number(sites["exposed_idle_ns_per_step"]),
+        "host_wait_ns": [int(v) for v in sites["host_wait_ns"]],
+        "host_wait_ns_per_step": number(sites["host_wait_ns_per_step"]),
+        "lead_before_ns_mean": number(sites["lead_before_ns_mean"]),
+        "predicted_saving_ns_per_step": number(saving),
+        "kinds": [", ".join(k) for k in sites["kinds"]],
+        "apis": [", ".join(a) for a in sites["apis"]],
+        "hint": sites["hint"].astype(str).tolist(),
+        "stack": [json.dumps([f._asdict() for f in stack]) for stack in sites["stack"]],
+    }
