@@ -18,6 +18,7 @@ from nsync.errors import TraceError, UsageError
 from nsync.keys import match_rows, take_matched
 from nsync.load import readers
 from nsync.load.budget import plan_window
+from nsync.load.checks import check_columns, check_metadata, check_tables_agree
 from nsync.load.db import ExportDb, open_export
 from nsync.load.model import CallsiteSource, Frame, Stack, Trace
 from nsync.load.pyframes import StackTable
@@ -47,6 +48,7 @@ def load_trace(
     with sqlite_file(Path(path), say) as sqlite_path:
         db = open_export(sqlite_path)
         try:
+            check_columns(db)
             window, cut = plan_window(db, readers.read_span(db), window_s, max_memory_bytes)
             trace = _load(db, say, keep_api, window)
         finally:
@@ -119,25 +121,10 @@ def _load(db: ExportDb, say: Progress, keep_api: Callable[[str], bool] | None, w
         stacks=stacks.stacks,
         **small,
     )
-    trace.warnings.extend(_schema_warnings(trace.schema_version))
+    trace.warnings.extend(check_metadata(meta, trace.schema_version))
+    trace.warnings.extend(check_tables_agree(db, api, gpu_ops))
     trace.warnings.extend(_frame_warnings(db, trace, frameless))
     return trace
-
-
-NEWEST_KNOWN_SCHEMA = (3, 28)  # nsys 2026.4 (nsys-sqlite.md §1.4)
-
-
-def _schema_warnings(schema_version: str | None) -> list[str]:
-    try:
-        major, minor = (int(part) for part in (schema_version or "").split(".")[:2])
-    except ValueError:
-        return []
-    if (major, minor) > NEWEST_KNOWN_SCHEMA:
-        return [
-            f"export schema {schema_version} is newer than nsync has been checked against "
-            f"({NEWEST_KNOWN_SCHEMA[0]}.{NEWEST_KNOWN_SCHEMA[1]}); results may be incomplete."
-        ]
-    return []
 
 
 def _attach_backtraces(api: pd.DataFrame, twins: dict[str, np.ndarray], marks: pd.DataFrame) -> pd.DataFrame:

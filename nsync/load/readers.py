@@ -105,7 +105,7 @@ def read_backtrace_twins(db: ExportDb, window: Window = None) -> dict[str, np.nd
 
 
 GPU_OP_KINDS = ("kernel", "memcpy", "memset", "graph")
-_GPU_OP_TABLES = (
+GPU_OP_TABLES = (
     ("CUPTI_ACTIVITY_KIND_KERNEL", {"name_id": "shortName"}),
     (
         "CUPTI_ACTIVITY_KIND_MEMCPY",
@@ -114,7 +114,7 @@ _GPU_OP_TABLES = (
     ("CUPTI_ACTIVITY_KIND_MEMSET", {"bytes": "bytes", "mem_kind": "memKind"}),
     ("CUPTI_ACTIVITY_KIND_GRAPH_TRACE", {}),
 )
-_GPU_COMMON = {
+GPU_COMMON_COLUMNS = {
     "start": "start",
     "end": "end",
     "global_pid": "globalPid",
@@ -129,7 +129,9 @@ def read_gpu_op_columns(db: ExportDb, window: Window = None) -> tuple[dict[str, 
     """The GPU activity tables' columns stacked (kernels, memcpys, memsets, graph launches), and the row
     count of each."""
     where, params = in_window(window, "start > 0")
-    return db.stack_columns([Read(table, {**_GPU_COMMON, **extra}, where, params) for table, extra in _GPU_OP_TABLES])
+    return db.stack_columns(
+        [Read(table, {**GPU_COMMON_COLUMNS, **extra}, where, params) for table, extra in GPU_OP_TABLES]
+    )
 
 
 def gpu_ops_table(stacked: tuple[dict[str, np.ndarray], list[int]], strings: StringTable) -> dict[str, np.ndarray]:
@@ -140,7 +142,7 @@ def gpu_ops_table(stacked: tuple[dict[str, np.ndarray], list[int]], strings: Str
     extra copy is hundreds of MB.
     """
     columns, sizes = stacked
-    columns["op"] = np.repeat(np.arange(len(_GPU_OP_TABLES), dtype=np.int8), sizes)
+    columns["op"] = np.repeat(np.arange(len(GPU_OP_TABLES), dtype=np.int8), sizes)
     for name in _ENUMS:
         columns[name] = columns[name].astype(np.int8)
     start = columns["start"]
@@ -148,7 +150,7 @@ def gpu_ops_table(stacked: tuple[dict[str, np.ndarray], list[int]], strings: Str
         order = np.argsort(start, kind="stable")
         for name in list(columns):
             columns[name] = columns[name][order]
-    ops = {name: columns.pop(name) for name in [*_GPU_COMMON, "bytes", *_ENUMS]}
+    ops = {name: columns.pop(name) for name in [*GPU_COMMON_COLUMNS, "bytes", *_ENUMS]}
     ops["op"] = pd.Categorical.from_codes(columns.pop("op"), categories=list(GPU_OP_KINDS))
     names = names_for(columns.pop("name_id"), strings)
     ops["name"] = names.set_categories([c for c in names.categories if c != "<string -1>"])
@@ -322,8 +324,23 @@ def read_processes(db: ExportDb) -> pd.DataFrame:
 
 
 def read_gpus(db: ExportDb) -> pd.DataFrame:
-    frame = db.select("TARGET_INFO_GPU", {"device_id": "id", "name": "name"})
-    return _ints(frame, ["device_id"]).drop_duplicates("device_id").reset_index(drop=True)
+    """GPU names by the ``deviceId`` of the activity tables: ``TARGET_INFO_GPU`` (its ids mapped through
+    ``TARGET_INFO_CUDA_DEVICE`` where present, which handles CUDA_VISIBLE_DEVICES), or the
+    ``TARGET_INFO_CUDA_GPU`` of early-2021 exports."""
+    if db.has("TARGET_INFO_GPU", "name"):
+        frame = _ints(db.select("TARGET_INFO_GPU", {"gpu_id": "id", "name": "name"}), ["gpu_id"])
+        if db.has("TARGET_INFO_CUDA_DEVICE", "cudaId") and db.has("TARGET_INFO_CUDA_DEVICE", "gpuId"):
+            cuda = _ints(
+                db.select("TARGET_INFO_CUDA_DEVICE", {"device_id": "cudaId", "gpu_id": "gpuId"}), ["device_id"]
+            )
+            mapped = cuda.merge(frame, on="gpu_id", how="inner")[["device_id", "name"]]
+            frame = pd.concat([mapped, frame.rename(columns={"gpu_id": "device_id"})], ignore_index=True)
+        else:
+            frame = frame.rename(columns={"gpu_id": "device_id"})
+    else:
+        key = "deviceId" if db.has("TARGET_INFO_CUDA_GPU", "deviceId") else "id"
+        frame = _ints(db.select("TARGET_INFO_CUDA_GPU", {"device_id": key, "name": "name"}), ["device_id"])
+    return frame.drop_duplicates("device_id").reset_index(drop=True)
 
 
 def read_span(db: ExportDb) -> tuple[int, int] | None:

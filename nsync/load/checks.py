@@ -1,0 +1,110 @@
+"""What an export must hold for nsync's figures, so that a damaged or edited one never gives silent numbers.
+
+Before reading: every column a reader needs must exist (a missing one is a one-line error naming it).
+After reading: the tables must agree with each other. Kernel launches with no GPU activity at all, or GPU
+activity with no CUDA calls, are errors; a part of them unmatched is a warning that names the figures it
+skews. A trace whose end was cut by the capture's stop has a few launches without kernels, hence the
+tolerance.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from nsync.errors import TraceError
+from nsync.keys import match_rows
+from nsync.load.db import ExportDb
+from nsync.load.readers import GPU_COMMON_COLUMNS, GPU_OP_TABLES, RUNTIME, global_pid
+
+# table -> (columns every reader of it needs, what nsync reads from it)
+REQUIRED_COLUMNS: dict[str, tuple[tuple[str, ...], str]] = {
+    "StringIds": (("id", "value"), "names"),
+    RUNTIME: (("start", "end", "eventClass", "globalTid", "correlationId", "nameId"), "CUDA calls and syncs"),
+    **{table: (tuple(GPU_COMMON_COLUMNS.values()), "GPU activity") for table, _ in GPU_OP_TABLES},
+    "NVTX_EVENTS": (("start", "end", "eventType", "globalTid"), "NVTX ranges (steps)"),
+}
+KERNEL_LAUNCH_PREFIXES = ("cudaLaunch", "cuLaunch")
+MIN_CALLS = 10  # below this, a mismatch is too small to judge
+TOLERATED_SHARE = 0.05  # launches without a kernel, or ops without a call, before a warning
+OLDEST_SUPPORTED_SCHEMA = (3, 0)  # nsys 2022.4
+NEWEST_KNOWN_SCHEMA = (3, 28)  # nsys 2026.4 (docs/nsys-sqlite.md §1.4)
+
+
+def check_columns(db: ExportDb) -> None:
+    """Raise TraceError naming the first table that lacks a column nsync reads."""
+    for table, (columns, purpose) in REQUIRED_COLUMNS.items():
+        if not db.has(table):
+            continue
+        missing = [column for column in columns if not db.has(table, column)]
+        if missing:
+            raise TraceError(
+                f"{db.path}: table {table} has no column {', '.join(missing)}, which nsync needs to read "
+                f"{purpose} (a damaged or edited export?)"
+            )
+
+
+def check_metadata(meta: dict[str, str], schema_version: str | None) -> list[str]:
+    """Warnings for exports outside the range nsync supports (no metadata at all: older than 2020)."""
+    if not meta:
+        return [
+            "this export has no metadata table (META_DATA_EXPORT or EXPORT_META_DATA): its nsys version is "
+            "unknown and may be older than the oldest nsync supports (2022.4, schema 3.0); figures may be wrong."
+        ]
+    try:
+        major_minor = tuple(int(part) for part in (schema_version or "").split(".")[:2])
+    except ValueError:
+        return [f"export schema version {schema_version!r} cannot be read: figures may be wrong."]
+    if major_minor > NEWEST_KNOWN_SCHEMA:
+        return [
+            f"export schema {schema_version} is newer than nsync has been checked against "
+            f"({NEWEST_KNOWN_SCHEMA[0]}.{NEWEST_KNOWN_SCHEMA[1]}); results may be incomplete."
+        ]
+    if major_minor < OLDEST_SUPPORTED_SCHEMA:
+        return [
+            f"export schema {schema_version} is older than the oldest nsync supports (3.0, nsys 2022.4): "
+            "figures may be wrong; export the report again with a newer nsys."
+        ]
+    return []
+
+
+def check_tables_agree(db: ExportDb, api: pd.DataFrame, gpu_ops: pd.DataFrame) -> list[str]:
+    """Cross-check CUDA calls against GPU activity: an error when one side is missing altogether, a
+    warning naming the affected figures when part of it is."""
+    if len(gpu_ops) and not db.has(RUNTIME):
+        raise TraceError(
+            f"{db.path}: GPU activity but no CUDA API table ({RUNTIME}): syncs cannot be found "
+            "(a damaged or edited export?)"
+        )
+    names = api["api"].cat
+    is_launch = np.isin(
+        names.codes.to_numpy(), [k for k, c in enumerate(names.categories) if str(c).startswith(KERNEL_LAUNCH_PREFIXES)]
+    )
+    launches = int(is_launch.sum())
+    kernels = gpu_ops["op"].to_numpy() == "kernel"
+    warnings = []
+    if launches >= MIN_CALLS:
+        row = match_rows(
+            global_pid(api["global_tid"].to_numpy()[is_launch]),
+            api["correlation_id"].to_numpy()[is_launch],
+            gpu_ops["global_pid"].to_numpy()[kernels],
+            gpu_ops["correlation_id"].to_numpy()[kernels],
+        )
+        unmatched = int((row < 0).sum())
+        if unmatched == launches:
+            raise TraceError(
+                f"{db.path}: {launches} kernel launches but no GPU activity for any of them (is "
+                "CUPTI_ACTIVITY_KIND_KERNEL missing?): GPU idle and exposed idle cannot be measured"
+            )
+        if unmatched > TOLERATED_SHARE * launches:
+            warnings.append(
+                f"{unmatched} of {launches} kernel launches have no kernel in the trace: GPU idle, exposed idle "
+                "and the what-if are overstated (a damaged export, or a capture cut short)."
+            )
+    unlaunched = int((gpu_ops["launch_tid"].to_numpy() < 0).sum())
+    if len(gpu_ops) >= MIN_CALLS and len(api) and unlaunched > TOLERATED_SHARE * len(gpu_ops):
+        warnings.append(
+            f"{unlaunched} of {len(gpu_ops)} GPU ops have no CUDA call that launched them: the host's lead and "
+            "exposed idle are understated for them (nsys skips some APIs, or the export is damaged)."
+        )
+    return warnings

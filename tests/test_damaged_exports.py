@@ -1,0 +1,91 @@
+"""A real export with one change each: a one-line error (exit 1) or a warning that names what is missing and
+the figures it affects; never a traceback or silent numbers (each case gave wrong figures or an internal
+error before)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.test_cli import assert_one_line_error, run
+
+KERNEL, RUNTIME = "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME"
+
+
+@pytest.fixture
+def edited(tmp_path: Path, h200: Callable[[str], Path]) -> Callable[..., Path]:
+    def edit(*statements: str, name: str = "p4") -> Path:
+        copy = tmp_path / f"{name}-edited.sqlite"
+        shutil.copy(h200(name), copy)
+        with sqlite3.connect(copy) as conn:
+            for sql in statements:
+                conn.execute(sql)
+        return copy
+
+    return edit
+
+
+@pytest.mark.parametrize(
+    ("change", "fragment"),
+    [
+        (f"DROP TABLE {KERNEL}", "kernel launches but no GPU activity for any of them"),
+        (f"DROP TABLE {RUNTIME}", f"GPU activity but no CUDA API table ({RUNTIME})"),
+        (f"ALTER TABLE {RUNTIME} RENAME COLUMN correlationId TO corr", f"{RUNTIME} has no column correlationId"),
+        (f"ALTER TABLE {RUNTIME} RENAME COLUMN globalTid TO tid", f"{RUNTIME} has no column globalTid"),
+        (f"ALTER TABLE {RUNTIME} RENAME COLUMN nameId TO name", f"{RUNTIME} has no column nameId"),
+        (f"ALTER TABLE {KERNEL} RENAME COLUMN deviceId TO device", f"{KERNEL} has no column deviceId"),
+        (f"ALTER TABLE {KERNEL} RENAME COLUMN start TO begin", f"{KERNEL} has no column start"),
+    ],
+)
+def test_a_missing_table_or_column_is_a_one_line_error(edited, change: str, fragment: str) -> None:
+    result = run("analyze", edited(change), "--json", "-")
+    assert_one_line_error(result, 1, fragment)
+    assert result.stdout == ""
+
+
+def test_kernels_missing_for_part_of_the_launches_are_a_warning_naming_the_figures(edited) -> None:
+    # every third kernel gone: 1/3 of the launches have no GPU activity
+    data = json.loads(run("analyze", edited(f"DELETE FROM {KERNEL} WHERE rowid % 3 = 0"), "--json", "-").stdout)
+    (warning,) = [w for w in data["warnings"] if "kernel launches have no kernel" in w]
+    total = int(warning.split(" of ")[1].split()[0])
+    assert int(warning.split()[0]) == pytest.approx(total / 3, abs=2)
+    assert "GPU idle, exposed idle and the what-if are overstated" in warning
+
+
+def test_gpu_ops_without_their_calls_are_a_warning(edited) -> None:
+    launches = "SELECT id FROM StringIds WHERE value LIKE 'cudaLaunchKernel%'"
+    data = json.loads(
+        run("analyze", edited(f"DELETE FROM {RUNTIME} WHERE nameId IN ({launches})"), "--json", "-").stdout
+    )
+    assert any("GPU ops have no CUDA call that launched them" in w for w in data["warnings"])
+
+
+def test_an_export_without_metadata_says_it_is_outside_the_supported_range(edited) -> None:
+    result = run("analyze", edited("DROP TABLE META_DATA_EXPORT", "DROP TABLE META_DATA_CAPTURE"), "--json", "-")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert any("no metadata table" in w and "2022.4" in w for w in data["warnings"])
+
+
+@pytest.mark.parametrize(
+    "statements",
+    [
+        [  # nsys of early 2021: TARGET_INFO_CUDA_GPU keyed by deviceId
+            "CREATE TABLE TARGET_INFO_CUDA_GPU (deviceId INTEGER, name TEXT)",
+            "INSERT INTO TARGET_INFO_CUDA_GPU SELECT id, name FROM TARGET_INFO_GPU",
+            "DROP TABLE TARGET_INFO_GPU",
+        ],
+        [  # CUDA_VISIBLE_DEVICES=3: CUDA device 0 is nsys's GPU 3
+            "UPDATE TARGET_INFO_GPU SET id = 3",
+            "UPDATE TARGET_INFO_CUDA_DEVICE SET gpuId = 3",
+        ],
+    ],
+)
+def test_gpu_names_come_from_either_gpu_table(edited, statements: list[str]) -> None:
+    data = json.loads(run("analyze", edited(*statements), "--json", "-").stdout)
+    assert data["trace"]["gpus"] == ["NVIDIA H200"]
