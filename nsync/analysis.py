@@ -7,6 +7,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -43,7 +44,7 @@ class Analysis:
     syncs: pd.DataFrame
     callsites: pd.DataFrame
     stacks: list[Stack]
-    totals: dict[str, int]
+    totals: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
     status: str = "ok"  # ok | no-cuda | no-gpu-work
     timeline: TimelineExcerpt | None = None
@@ -102,13 +103,14 @@ def analyze(
         callsites = _with_savings(callsites, predicted)
     say("summarising")
     step_stats = _step_stats(steps, in_window, busy, gpu_step_ns)
-    totals = _totals(in_window, busy, window, step_stats)
+    gpu_names = _gpu_names(trace, ops)
+    totals = _totals(in_window, busy, window, steps, gpu_names)
     totals["syncs_outside_window"] = int((~inside).sum())
     return Analysis(
         trace_path=str(trace.path),
         nsys_version=trace.nsys_version,
         schema_version=trace.schema_version,
-        gpus=_gpu_names(trace, ops),
+        gpus=list(gpu_names.values()),
         config=config,
         steps=steps,
         step_stats=step_stats,
@@ -207,20 +209,28 @@ def _totals(
     syncs: pd.DataFrame,
     busy: dict[tuple[int, int], BusyUnion],
     window: tuple[int, int],
-    step_stats: pd.DataFrame | None = None,
-) -> dict[str, int]:
-    """Sums over the analysed steps (or over the window when there are none)."""
-    if step_stats is not None and len(step_stats):
-        span = int(step_stats["duration_ns"].sum())
-        gpu_idle = int(step_stats["gpu_idle_ns"].sum())
+    steps: Steps | None = None,
+    gpu_names: dict[int, str] | None = None,
+) -> dict[str, Any]:
+    """Sums over the analysed steps (or over the window when there are none). Each GPU is idle or busy
+    over the whole span, so idle + busy = span x GPUs, and each GPU's idle is given on its own."""
+    analysed = steps.analysed if steps is not None else pd.DataFrame()
+    if len(analysed):
+        starts, ends = analysed["start"].to_numpy(np.int64), analysed["end"].to_numpy(np.int64)
     else:
-        w0, w1 = np.array([window[0]]), np.array([window[1]])
-        span = window[1] - window[0]
-        gpu_idle = sum(int(u.idle_between(w0, w1)[0]) for u in busy.values())
+        starts, ends = np.array([window[0]], np.int64), np.array([window[1]], np.int64)
+    span = int((ends - starts).sum())
+    idle_per_gpu = {key: int(union.idle_between(starts, ends).sum()) for key, union in busy.items()}
+    gpu_idle = sum(idle_per_gpu.values())
     return {
         "span_ns": span,
+        "gpu_count": len(busy),
         "gpu_idle_ns": gpu_idle,
         "gpu_busy_ns": len(busy) * span - gpu_idle,
+        "per_gpu": [
+            {"device_id": device, "name": (gpu_names or {}).get(device, f"GPU {device}"), "idle_ns": idle}
+            for (_pid, device), idle in idle_per_gpu.items()
+        ],
         "exposed_idle_ns": int(syncs["exposed_idle_ns"].sum()) if len(syncs) else 0,
         "host_wait_ns": int(syncs["wait_ns"].sum()) if len(syncs) else 0,
         "sync_count": len(syncs),
@@ -258,7 +268,8 @@ def _step_stats(
     )
 
 
-def _gpu_names(trace: Trace, ops: pd.DataFrame) -> list[str]:
+def _gpu_names(trace: Trace, ops: pd.DataFrame) -> dict[int, str]:
+    """The name of each device the GPU ops ran on."""
     used = dense_codes(ops["device_id"].to_numpy())[1].tolist()
     names = dict(zip(trace.gpus["device_id"], trace.gpus["name"]))
-    return [str(names.get(d, f"GPU {d}")) for d in used]
+    return {int(d): str(names.get(d, f"GPU {d}")) for d in used}

@@ -155,11 +155,15 @@ def attribute_syncs(
     rebuild = np.maximum(rebuild, s1)
     syncs["lead_before_ns"] = lead_before
     syncs["rebuild_ns"] = rebuild
+    # idle is counted inside the analysed window only, like the GPU idle it is a part of (a call that
+    # returns after the last GPU op would otherwise count idle past the window's end)
+    exposed_end = np.minimum(rebuild, window_end_ns)
+    exposed_start = np.minimum(start, exposed_end)
     exposed = np.zeros(len(syncs), np.int64)
     for (pid, device), rows in syncs.groupby(["global_pid", "device_id"], sort=False).indices.items():
         union = busy.get((int(pid), int(device)))
         if union is not None:
-            exposed[rows] = union.idle_between(start[rows], rebuild[rows])
+            exposed[rows] = union.idle_between(exposed_start[rows], exposed_end[rows])
     syncs["exposed_idle_ns"] = exposed
     syncs["step"] = step_of(steps, s0)
     return syncs.sort_values("start").reset_index(drop=True)

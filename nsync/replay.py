@@ -234,7 +234,10 @@ def what_if(
         return "what-if replay needs steps"
     sites = min(MAX_SITES, REPLAY_BUDGET // max(len(syncs), 1) - 3)
     if sites < 1:
-        return f"what-if replay skipped: {len(syncs)} syncs is too many to replay (analyse a shorter capture)"
+        return (
+            f"what-if replay skipped: the replay re-times every sync of the capture, inside the analysed steps "
+            f"or not, and {len(syncs)} are too many (analyse a part of it with --window START:END)"
+        )
     syncs = syncs.sort_values("start").reset_index(drop=True)
     model = prepare(ops, syncs, steps, in_steps)
     none = np.zeros(len(syncs), bool)

@@ -214,5 +214,6 @@ def test_readme_lists_every_key_of_the_json():
     data = json.loads(run("analyze", ROOT / "fixtures/h200/p4.sqlite.xz", "--json", "-").stdout)
     block = (ROOT / "README.md").read_text().split('{"schema": "nsync.analysis/1"')[1].split("```")[0]
     keys = set(data) | set(data["trace"]) | set(data["steps"]) | set(data["totals"]) | set(data["callsites"][0])
+    keys |= set(data["totals"]["per_gpu"][0])
     keys |= set(data["what_if"])
     assert {k for k in keys - {"schema"} if f'"{k}"' not in block} == set()  # the split ate "schema"

@@ -91,10 +91,12 @@ def render_html(analysis: Analysis, top: int = 50, source_dirs: list[Path] | Non
     headline = {
         "step_ms": steps["median_ms"],
         "gpu_step_ms": steps["gpu_median_ms"],
-        "gpu_busy_pct": 100 * totals["gpu_busy_ms"] / totals["span_ms"] if totals["span_ms"] else None,
+        "gpu_busy_pct": None if totals["gpu_idle_pct"] is None else 100 - totals["gpu_idle_pct"],
         "gpu_idle_ms_per_step": totals["gpu_idle_ms"] / per_step if per_step else None,
         "exposed_ms_per_step": totals["exposed_idle_ms"] / per_step if per_step else None,
-        "exposed_pct": 100 * totals["exposed_idle_ms"] / totals["span_ms"] if totals["span_ms"] else None,
+        "exposed_pct": 100 * totals["exposed_idle_ms"] / (totals["span_ms"] * totals["gpu_count"])
+        if totals["span_ms"] and totals["gpu_count"]
+        else None,
     }
     timeline = analysis.timeline
     return (

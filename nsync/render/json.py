@@ -23,6 +23,10 @@ def _num(value: float) -> float | None:
     return None if value is None or math.isnan(float(value)) else round(float(value), 4)
 
 
+def _pct(part: float, whole: float) -> float | None:
+    return round(100 * part / whole, 2) if whole else None
+
+
 def analysis_to_dict(analysis: Analysis, top: int | None = None) -> dict[str, Any]:
     from nsync.analysis import SCHEMA
 
@@ -53,8 +57,19 @@ def analysis_to_dict(analysis: Analysis, top: int | None = None) -> dict[str, An
         "window": {"start_ns": analysis.window_ns[0], "end_ns": analysis.window_ns[1]},
         "totals": {
             "span_ms": ns_to_ms(totals["span_ns"]),
+            "gpu_count": totals["gpu_count"],
             "gpu_idle_ms": ns_to_ms(gpu_idle),
             "gpu_busy_ms": ns_to_ms(totals["gpu_busy_ns"]),
+            "gpu_idle_pct": _pct(gpu_idle, totals["span_ns"] * totals["gpu_count"]),
+            "per_gpu": [
+                {
+                    "device_id": gpu["device_id"],
+                    "name": gpu["name"],
+                    "idle_ms": ns_to_ms(gpu["idle_ns"]),
+                    "idle_pct": _pct(gpu["idle_ns"], totals["span_ns"]),
+                }
+                for gpu in totals["per_gpu"]
+            ],
             "exposed_idle_ms": ns_to_ms(totals["exposed_idle_ns"]),
             "host_wait_ms": ns_to_ms(totals["host_wait_ns"]),
             "sync_count": totals["sync_count"],

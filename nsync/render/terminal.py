@@ -36,8 +36,9 @@ def summary(analysis: Analysis, top: int = 10) -> Group:
     head.append(" | ".join(facts) + "\n")
     if analysis.status != "ok":
         return Group(head, *(Text(f"note: {w}", style="yellow") for w in data["warnings"]))
-    span = totals["span_ms"] or 0.0
-    idle_share = f" ({100 * totals['gpu_idle_ms'] / span:.1f}% of {_fmt(span, 1)} ms)" if span else ""
+    span, gpus = totals["span_ms"] or 0.0, totals["gpu_count"]
+    of = f"{gpus} GPUs x {_fmt(span, 1)} ms" if gpus > 1 else f"{_fmt(span, 1)} ms"
+    idle_share = f" ({totals['gpu_idle_pct']:.1f}% of {of})" if totals["gpu_idle_pct"] is not None else ""
     head.append(
         f"GPU idle {_fmt(totals['gpu_idle_ms'], 2)} ms{idle_share}; exposed idle after syncs "
         f"{_fmt(totals['exposed_idle_ms'], 2)} ms; host wait {_fmt(totals['host_wait_ms'], 2)} ms; "
