@@ -1,7 +1,7 @@
 """nsync: which line of my Python makes the GPU wait, and how much does it cost?
 
-Library first: ``nsync.analyze(path) -> Analysis``; renderers turn an Analysis into text. Heavy modules
-(pandas) load on first use, so ``nsync --help`` stays fast.
+Library first: ``nsync.analyze(path) -> Analysis``; renderers turn an Analysis into text. Modules load on
+first use, so ``nsync --help`` stays fast.
 """
 
 from __future__ import annotations
@@ -9,18 +9,25 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from nsync.config import AnalysisConfig
-from nsync.errors import EXIT_CODES, NsyncError, NsysError, TraceError, UsageError
-
 if TYPE_CHECKING:
     from nsync.analysis import Analysis, analyze
+    from nsync.config import AnalysisConfig
+    from nsync.errors import EXIT_CODES, NsyncError, NsysError, TraceError, UsageError
     from nsync.load import Trace, load_trace
     from nsync.render.html import render_html
     from nsync.render.json import analysis_to_dict, render_json
     from nsync.render.markdown import render_markdown
     from nsync.render.terminal import render_terminal, summary
 
+# Every name loads on first use: `import nsync` runs almost nothing, so that the command's own Ctrl-C
+# handling (nsync/__main__.py) is in place before any real work starts.
 _LAZY = {
+    "AnalysisConfig": "nsync.config",
+    "EXIT_CODES": "nsync.errors",
+    "NsyncError": "nsync.errors",
+    "NsysError": "nsync.errors",
+    "TraceError": "nsync.errors",
+    "UsageError": "nsync.errors",
     "Analysis": "nsync.analysis",
     "analyze": "nsync.analysis",
     "Trace": "nsync.load",
@@ -42,6 +49,7 @@ __all__ = [
     "Trace",
     "TraceError",
     "UsageError",
+    "__version__",
     "analysis_to_dict",
     "analyze",
     "load_trace",
@@ -63,10 +71,9 @@ def _version() -> str:
         return "0+unknown"
 
 
-__version__ = _version()
-
-
 def __getattr__(name: str) -> Any:
+    if name == "__version__":  # read on first use: importlib.metadata costs 20 ms of every start-up
+        return _version()
     if name in _LAZY:
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'nsync' has no attribute {name!r}")

@@ -94,8 +94,11 @@ def reported(command: Callable[..., None]) -> Callable[..., None]:
     def wrapper(*args: object, **kwargs: object) -> None:
         try:
             command(*args, **kwargs)
-        except typer.Exit:
+        except (typer.Exit, KeyboardInterrupt):
             raise
+        except BrokenPipeError:  # the reader went away (`| head`): nothing left to say, and no error
+            drop_stdout()
+            raise typer.Exit(0) from None
         except NsyncError as error:
             sys.stderr.write(f"nsync: error: {error}\n")
             raise typer.Exit(error.exit_code) from None
@@ -304,6 +307,20 @@ def diff_command(
         raise typer.Exit(1)
 
 
+class StdoutConsole(Console):
+    """The summary's console: a reader that goes away ends the command quietly (rich would exit 1)."""
+
+    def on_broken_pipe(self) -> None:
+        drop_stdout()
+        raise typer.Exit(0)
+
+
+def drop_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's flush at exit does not fail on a closed pipe."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+
+
 def _width() -> int | None:
     """Rich's width: the terminal's, or 120 columns when piped (rich would pick 80)."""
     return 120 if not sys.stdout.isatty() and "COLUMNS" not in os.environ else None
@@ -376,7 +393,7 @@ def _finish(
     if outputs.json == "-":
         sys.stdout.write(stdout_json())
     else:
-        Console(highlight=False, width=_width()).print(summary())
+        StdoutConsole(highlight=False, width=_width()).print(summary())
     for path in written:
         err.print(f"nsync: wrote {path}", markup=False)
     for message in failed:
@@ -437,9 +454,35 @@ def write_text(path: Path, text: str) -> None:
         raise NsyncError(f"cannot write {path}: {error.strerror}") from error
 
 
-def main() -> None:
+# The base of click's usage errors, from a public typer name: typer 0.26+ vendors click, older ones use it.
+ClickException = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+
+
+COMMANDS = ("analyze", "profile", "diff")
+
+
+def run(argv: list[str]) -> int:
+    """Run the command line ``argv``; every error is one line on stderr (``nsync: error: ...``)."""
     tune_allocator()
     # A one-shot command makes few reference cycles, and the collector's passes over pandas' objects cost
     # 0.2-0.3 s of a 10 M-row analysis (make bench); memory is handed back when the process ends.
     gc.disable()
-    app()
+    try:
+        code = app(argv, prog_name="nsync", standalone_mode=False)
+    except typer.Abort:  # click turns Ctrl-C into Abort
+        sys.stderr.write("nsync: interrupted\n")
+        return 130
+    except ClickException as error:  # bad option or argument: one line, not a box
+        message = error.format_message().strip()
+        if message:  # (empty when a bare `nsync` printed its help)
+            command = f"nsync {argv[0]}" if argv and argv[0] in COMMANDS else "nsync"
+            sys.stderr.write(f"nsync: error: {message} (see '{command} --help')\n")
+        return int(getattr(error, "exit_code", 2))
+    return code if isinstance(code, int) else 0
+
+
+def main() -> None:
+    """Entry point kept for ``nsync.cli:main`` users; the installed command is ``nsync.__main__:main``."""
+    from nsync.__main__ import main as entry
+
+    entry()
