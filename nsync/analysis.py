@@ -25,6 +25,8 @@ from nsync.steps import Steps, find_steps, gpu_step_times, launched_in_steps
 from nsync.timeline import BusyUnion
 
 SCHEMA = "nsync.analysis/1"
+# one row per analysed step
+STEP_STATS_COLUMNS = ("start", "end", "duration_ns", "gpu_duration_ns", "gpu_idle_ns", "exposed_idle_ns", "sync_count")
 NO_CUDA = "no CUDA activity in this trace: nothing to attribute (was the program run on a GPU, with -t cuda?)"
 NO_GPU_WORK = "CUDA API calls but no GPU work (kernels, copies, memsets) in this trace: nothing to attribute"
 
@@ -68,7 +70,7 @@ def analyze(
     trace = _trace(source, config, say)
     ops = trace.gpu_ops
     if not trace.has_cuda or ops.empty:
-        return _empty(trace, config, NO_CUDA if not trace.has_cuda else NO_GPU_WORK)
+        return _empty(trace, config, _empty_reason(trace, config))
     say("detecting syncs")
     # The figures that need only the GPU side are computed on a second thread meanwhile: numpy lets go of
     # the GIL on big arrays, and these stages allocate little beside sync detection.
@@ -105,7 +107,18 @@ def analyze(
     step_stats = _step_stats(steps, in_window, busy, gpu_step_ns)
     gpu_names = _gpu_names(trace, ops)
     totals = _totals(in_window, busy, window, steps, gpu_names)
-    totals["syncs_outside_window"] = int((~inside).sum())
+    totals["syncs_outside_window"] = outside = int((~inside).sum())
+    if outside:
+        where = (
+            f"outside the {steps.count} analysed steps (in the warm-up, or before, between or after the steps)"
+            if steps.count
+            else "outside the analysed window"
+        )
+        many = outside != 1
+        warnings.append(
+            f"{outside} more sync{'s' if many else ''} ({100 * outside / len(syncs):.0f}% of {len(syncs)}) "
+            f"{'lie' if many else 'lies'} {where}: {'they are' if many else 'it is'} not in these figures"
+        )
     return Analysis(
         trace_path=str(trace.path),
         nsys_version=trace.nsys_version,
@@ -177,16 +190,29 @@ def program_of(trace: Trace) -> str:
     return " ".join(Path(w).name for w in words if w)
 
 
+def _empty_reason(trace: Trace, config: AnalysisConfig) -> str:
+    """Why there is nothing to attribute: the trace, or only the chosen part of it, has no GPU work."""
+    if config.window_s is not None and trace.span_ns is not None:
+        start, end = config.window_s
+        length_s = (trace.span_ns[1] - trace.span_ns[0]) / 1e9
+        chosen = f"{start:.3f}-{'end' if end is None else f'{end:.3f}'} s"
+        return (
+            f"the chosen window ({chosen}) holds no GPU work: the capture spans 0.000-{length_s:.3f} s "
+            "(choose another --window, in seconds from the capture's start)"
+        )
+    return NO_CUDA if not trace.has_cuda else NO_GPU_WORK
+
+
 def _empty(trace: Trace, config: AnalysisConfig, reason: str) -> Analysis:
     steps = Steps(table=pd.DataFrame({"start": [], "end": [], "name": []}), source="none", warmup=0)
     return Analysis(
         trace_path=str(trace.path),
         nsys_version=trace.nsys_version,
         schema_version=trace.schema_version,
-        gpus=[],
+        gpus=[str(name) for name in trace.gpus["name"]],
         config=config,
         steps=steps,
-        step_stats=pd.DataFrame(),
+        step_stats=pd.DataFrame({column: pd.Series(dtype=np.int64) for column in STEP_STATS_COLUMNS}),
         window_ns=(0, 0),
         syncs=pd.DataFrame(),
         callsites=rank_callsites(pd.DataFrame(), [], 0),

@@ -32,9 +32,8 @@ HINTS = {
         "(torch.where), or batch the reads into one .cpu() at the end of the step",
     ),
     SyncKind.STREAM: (
-        "move the wait out of the step",
-        "stream synchronize: wait on an event recorded where the value is ready, or move the "
-        "wait to the end of the step",
+        "wait later, on an event",
+        "stream synchronize: wait on an event recorded where the value is ready, or move the wait out of the hot loop",
     ),
     SyncKind.DEVICE: (
         "drop torch.cuda.synchronize()",
@@ -91,11 +90,52 @@ def callsite_frame(stack: Stack, source: str) -> Frame:
     return next((f for f in stack if is_user_file(f.file)), stack[0])
 
 
-def hint_for(kinds: list[str], stack: Stack) -> tuple[str, str]:
-    """(short, full) fix hint for a call site, from its sync kinds and its stack."""
+# For programs whose stack shows no PyTorch (CUDA C, other frameworks): the CUDA-level fix of each kind.
+CUDA_HINTS = {
+    SyncKind.READ: (
+        "copy asynchronously, read later",
+        "a device-to-host copy read at once: copy with cudaMemcpyAsync into pinned memory and read it "
+        "after an event, later",
+    ),
+    SyncKind.STREAM: HINTS[SyncKind.STREAM],
+    SyncKind.DEVICE: (
+        "drop the device synchronize",
+        "cudaDeviceSynchronize: drop it from the hot loop, or wait on one stream's event instead",
+    ),
+    SyncKind.EVENT: (
+        "let the GPU wait (cudaStreamWaitEvent)",
+        "event synchronize: let the GPU wait instead (cudaStreamWaitEvent), or query the event later",
+    ),
+    SyncKind.MEMCPY_PAGEABLE: (
+        "pin the host buffer",
+        "copy between the GPU and pageable memory: allocate the host buffer pinned (cudaMallocHost)",
+    ),
+    SyncKind.MEMCPY_BLOCKING: (
+        "use cudaMemcpyAsync",
+        "blocking cudaMemcpy: use cudaMemcpyAsync on a stream with pinned host memory",
+    ),
+    SyncKind.MEMSET: HINTS[SyncKind.MEMSET],
+    SyncKind.IMPLICIT: (
+        "reuse buffers",
+        "allocation/free that synchronises the device: allocate once and reuse, or use cudaMallocAsync",
+    ),
+}
+_TORCH_FRAME = re.compile(r"[/\\]torch[/\\]|libtorch|libc10")
+
+
+def uses_pytorch(stacks: list[Stack]) -> bool:
+    """Whether any stack of the trace runs through PyTorch (a ``.item()`` stack holds the user's line alone,
+    so the question is asked of the program, not of one call site)."""
+    return any(_TORCH_FRAME.search(frame.file) for stack in stacks for frame in stack)
+
+
+def hint_for(kinds: list[str], stack: Stack, pytorch: bool = True) -> tuple[str, str]:
+    """(short, full) fix hint for a call site, from its sync kinds and its stack: PyTorch's fixes in a PyTorch
+    program, CUDA's elsewhere (CUDA C, other frameworks)."""
     if any(frame.file.endswith("_tensor_str.py") for frame in stack):
         return PRINT_HINT
-    return next((HINTS[kind] for kind in HINT_PRIORITY if kind in kinds), ("", ""))
+    hints = HINTS if pytorch else CUDA_HINTS
+    return next((hints[kind] for kind in HINT_PRIORITY if kind in kinds), ("", ""))
 
 
 def assign_stacks(trace: Trace, syncs: pd.DataFrame) -> tuple[pd.DataFrame, list[Stack]]:
@@ -219,7 +259,8 @@ def rank_callsites(syncs: pd.DataFrame, stacks: list[Stack], step_count: int) ->
     table["exposed_idle_ns_per_step"] = table["exposed_idle_ns"] / per_step
     table["host_wait_ns_per_step"] = table["host_wait_ns"] / per_step
     table["stack"] = [stacks[i] if i >= 0 else () for i in table["stack_id"]]
-    hints = [hint_for(k, s) for k, s in zip(table["kinds"], table["stack"])]
+    pytorch = uses_pytorch(stacks)
+    hints = [hint_for(k, s, pytorch) for k, s in zip(table["kinds"], table["stack"])]
     table["short_hint"] = [short for short, _ in hints]
     table["hint"] = [full for _, full in hints]
     return table.sort_values(["exposed_idle_ns", "count"], ascending=False)[columns].reset_index(drop=True)

@@ -94,7 +94,12 @@ def find_steps(trace: Trace, ops: pd.DataFrame, config: AnalysisConfig) -> Steps
     if table is None:
         table, source = _detected_steps(ops)
     if config.warmup_steps is not None:
-        warmup = min(max(config.warmup_steps, 0), len(table))
+        if len(table) and config.warmup_steps >= len(table):
+            raise UsageError(
+                f"cannot skip {config.warmup_steps} warm-up steps (--warmup-steps): the trace has "
+                f"{len(table)} steps ({source}), and at least one must be left to analyse"
+            )
+        warmup = max(config.warmup_steps, 0)
     else:
         warmup = 1 if len(table) >= 4 else 0
     return Steps(table=table.reset_index(drop=True), source=source, warmup=warmup)

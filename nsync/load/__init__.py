@@ -14,13 +14,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from nsync.errors import TraceError, UsageError
+from nsync.errors import TraceError
 from nsync.keys import match_rows, take_matched
 from nsync.load import readers
 from nsync.load.budget import plan_window
 from nsync.load.checks import check_columns, check_metadata, check_tables_agree
-from nsync.load.db import ExportDb, open_export
-from nsync.load.model import CallsiteSource, Frame, Stack, Trace
+from nsync.load.db import ExportDb, open_export, require_file
+from nsync.load.model import PYTHON_FRAMES_NSYS, CallsiteSource, Frame, Stack, Trace
 from nsync.load.pyframes import StackTable
 from nsync.load.readers import global_pid
 
@@ -64,8 +64,7 @@ def sqlite_file(path: Path, say: Progress) -> Iterator[Path]:
     if path.suffix != ".xz":
         yield path
         return
-    if not path.is_file():
-        raise UsageError(f"{path}: no such file")
+    require_file(path)
     say("decompressing")
     with tempfile.TemporaryDirectory(prefix="nsync-") as tmp:
         target = Path(tmp) / path.stem
@@ -163,12 +162,12 @@ def _frame_warnings(db: ExportDb, trace: Trace, frameless: int) -> list[str]:
             ]
         return [
             f"Python backtraces were captured, but the SQLite export of nsys {version} cannot carry them "
-            "(nsys >= 2025.1 can, with --include-blobs=true)."
+            f"(nsys >= {PYTHON_FRAMES_NSYS} can, with --include-blobs=true)."
         ]
     if version.startswith(("2020", "2021", "2022")):
         return [
             f"no Python frames: nsys {version} cannot record Python backtraces; call sites come from "
-            f"native stacks where present. For Python lines use nsys >= 2023.4 and {capture}."
+            f"native CUDA backtraces where present. For Python lines use nsys >= {PYTHON_FRAMES_NSYS} and {capture}."
         ]
     if len(trace.py_samples):
         return [

@@ -7,6 +7,7 @@ branching on version numbers.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -284,14 +285,24 @@ def _first_line(err: BaseException) -> str:
     return text.splitlines()[0]
 
 
+def require_file(path: Path) -> None:
+    """A one-line error for a path that is no readable file: missing or a folder (usage, exit 2), or
+    unreadable (exit 1)."""
+    if path.is_dir():
+        raise UsageError(f"{path}: is a folder, not a trace (give the .sqlite export or .nsys-rep)")
+    if not path.is_file():
+        raise UsageError(f"{path}: no such file")
+    if not os.access(path, os.R_OK):
+        raise TraceError(f"{path}: cannot read (permission denied)")
+
+
 def open_export(path: str | Path) -> ExportDb:
     """Open ``path`` read-only and check that it is an nsys SQLite export.
 
     Raises TraceError with a one-line reason for a missing, non-SQLite, damaged or non-nsys file.
     """
     path = Path(path)
-    if not path.is_file():
-        raise UsageError(f"{path}: no such file")
+    require_file(path)
     try:
         with path.open("rb") as handle:
             head = handle.read(100)

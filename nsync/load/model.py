@@ -21,6 +21,9 @@ class Frame(NamedTuple):
 Stack = tuple[Frame, ...]  # innermost frame first
 
 
+PYTHON_FRAMES_NSYS = "2025.1"  # the first nsys that both records Python backtraces and exports them to SQLite
+
+
 class CallsiteSource:
     """Where a call's stack came from, best first."""
 

@@ -74,6 +74,9 @@ def candidates(explicit: str | None) -> list[tuple[str, str]]:
 def find_nsys(explicit: str | None = None) -> Nsys:
     """The first working nsys among --nsys, $NSYS, PATH and the usual install folders."""
     tried = candidates(explicit)
+    named = os.environ.get("NSYS")
+    if not explicit and named and not (Path(named).is_file() and os.access(named, os.X_OK)):
+        raise NsysError(f"$NSYS is set to {named}, which is not an nsys executable: correct it or unset it")
     for _where, path in tried:
         if Path(path).is_file() and os.access(path, os.X_OK):
             return describe(Path(path))

@@ -26,7 +26,9 @@ def summary(analysis: Analysis, top: int = 10) -> Group:
     head.append("nsync ", style="bold")
     head.append(f"{trace['path']}\n")
     facts = [f"nsys {trace['nsys_version'] or '?'}", ", ".join(trace["gpus"]) or "no GPU"]
-    if steps["count"]:
+    if analysis.status != "ok":
+        pass  # nothing was analysed: the note below says why
+    elif steps["count"]:
         facts.append(
             f"{steps['count']} steps ({steps['source']}, {steps['warmup_skipped']} warm-up skipped), "
             f"median {_fmt(steps['median_ms'])} ms (on the GPU {_fmt(steps['gpu_median_ms'])} ms)"

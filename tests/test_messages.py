@@ -1,0 +1,162 @@
+"""Clear errors and honest messages: each case printed a box, a traceback, a wrong word, or nothing."""
+
+from __future__ import annotations
+
+import json
+import signal
+import stat
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from nsync.callsites import hint_for
+from nsync.detect import SyncKind
+from nsync.errors import NsysError
+from nsync.load.model import Frame
+from nsync.nsys.capture import export_sqlite
+from nsync.nsys.locate import describe, find_nsys
+from tests.test_cli import NSYNC, ROOT, assert_one_line_error, run
+from tests.test_real_nsys import needs_nsys
+from tests.tracebuilder import TraceBuilder
+
+P4 = ROOT / "fixtures/h200/p4.sqlite.xz"
+
+
+def test_a_folder_is_named_as_a_folder(tmp_path: Path) -> None:
+    assert_one_line_error(run("analyze", tmp_path), 2, "is a folder, not a trace")
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["analyze", P4, "--top", "0"], "Invalid value for '--top'"),
+        (["analyze", P4, "--no-such-option"], "No such option: --no-such-option"),
+        (["analyze"], "Missing argument"),
+        (["frobnicate"], "No such command 'frobnicate'"),
+    ],
+)
+def test_usage_errors_are_one_line_not_a_box(args: list[object], fragment: str) -> None:
+    result = run(*args)
+    assert_one_line_error(result, 2, fragment)
+    assert "╭" not in result.stderr + result.stdout
+
+
+def test_more_warm_up_steps_than_steps_is_an_error() -> None:
+    result = run("analyze", ROOT / "fixtures/h200/print_deg.sqlite.xz", "--warmup-steps", "1000")
+    assert_one_line_error(result, 2, "cannot skip 1000 warm-up steps (--warmup-steps): the trace has 60 steps")
+
+
+def test_a_window_without_gpu_work_names_the_capture_span() -> None:
+    result = run("analyze", P4, "--window", "100:200")
+    assert result.returncode == 0, result.stderr
+    text = " ".join(result.stdout.split())
+    assert "the chosen window (100.000-200.000 s) holds no GPU work: the capture spans 0.000-10.270 s" in text
+    assert "whole trace" not in text and "was the program run on a GPU" not in text
+
+
+def test_syncs_left_out_of_the_steps_are_counted_in_the_summary_and_markdown(tmp_path: Path) -> None:
+    # probe.py makes 7 syncs per step; p4 has 4 steps, the first skipped as warm-up: 21 are analysed
+    result = run("analyze", P4, "--markdown", tmp_path / "r.md", "--json", tmp_path / "r.json")
+    data = json.loads((tmp_path / "r.json").read_text())
+    assert data["totals"]["sync_count"] == 21
+    outside = data["totals"]["syncs_outside_window"]
+    said = f"{outside} more syncs ({100 * outside / (21 + outside):.0f}% of {21 + outside}) lie outside the 3 analysed"
+    assert said in " ".join(result.stdout.split())
+    assert said in (tmp_path / "r.md").read_text()
+
+
+def test_diff_of_a_trace_with_cuda_against_one_without_is_inconclusive(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    b.api(1, "cudaGetDeviceProperties_v12000", 0, 5)
+    result = run("diff", P4, b.write(tmp_path / "nogpu.sqlite"), "--json", "-")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["verdict"] == "inconclusive" and any("candidate has no GPU work" in r for r in data["reasons"])
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly() -> None:
+    for args in (["--json", "-"], []):
+        proc = subprocess.Popen(
+            [*NSYNC, "analyze", str(P4), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        proc.stdout.close()  # like `| true`: the reader is gone before a byte is written
+        _, errors = proc.communicate(timeout=120)
+        assert proc.returncode == 0 and "Error" not in errors and "Traceback" not in errors
+
+
+def test_ctrl_c_at_any_moment_prints_no_traceback() -> None:
+    codes = []
+    for delay in (0.05, 0.15, 0.3, 0.6):
+        proc = subprocess.Popen(
+            [*NSYNC, "analyze", str(ROOT / "fixtures/h200/w_item_degraded.sqlite.xz")],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        time.sleep(delay)
+        proc.send_signal(signal.SIGINT)
+        _, errors = proc.communicate(timeout=120)
+        assert "Traceback" not in errors and "KeyboardInterrupt" not in errors, errors
+        codes.append(proc.returncode)
+    assert 130 in codes and set(codes) <= {130, -signal.SIGINT, 0}
+
+
+@needs_nsys
+def test_a_report_of_a_newer_nsys_says_so(tmp_path: Path, cpu_only_export: Path) -> None:
+    # The header of a report written by nsys 2025.3 (seen on the H200), in front of a 2022.4 report: the
+    # installed 2022.4 rejects it as it rejects the real one ("Version not supported: 36398880").
+    report = cpu_only_export.with_suffix(".nsys-rep").read_bytes()
+    header = b"NVIDIA Tegra Profiler Report 1.\n"
+    assert report.startswith(header)
+    newer = tmp_path / "newer.nsys-rep"
+    newer.write_bytes(b"NVIDIA Tegra Profiler Report 36398880.\n" + report[len(header) :])
+    result = run("analyze", newer)
+    assert_one_line_error(result, 4, "was written by a newer nsys than this one (2022.4.2.1")
+
+
+def _stand_in_nsys(folder: Path, export: str) -> Path:
+    """An executable that answers like nsys 2025.3 to --version and --help, and runs ``export`` for export."""
+    script = folder / "nsys"
+    script.write_text(
+        "#!/bin/sh\n"
+        'case "$1" in\n'
+        "  --version) echo 'NVIDIA Nsight Systems version 2025.3.1.90-253135822126v0' ;;\n"
+        f"  export) [ \"$2\" = --help ] && echo '--include-blobs' || {{ {export}; }} ;;\n"
+        "  *) echo '--python-backtrace --cudabacktrace' ;;\n"
+        "esac\n"
+    )
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    return script
+
+
+def test_a_hung_export_is_stopped_with_advice(tmp_path: Path) -> None:
+    nsys = describe(_stand_in_nsys(tmp_path, "sleep 30"))
+    (tmp_path / "r.nsys-rep").write_bytes(b"x")
+    started = time.monotonic()
+    with pytest.raises(NsysError, match="did not finish in 1 s; export it by hand"):
+        export_sqlite(nsys, tmp_path / "r.nsys-rep", print, timeout_s=1)
+    assert time.monotonic() - started < 10
+
+
+def test_nsys_env_pointing_nowhere_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NSYS", str(tmp_path / "no-nsys-here"))
+    with pytest.raises(NsysError, match=r"\$NSYS is set to .*no-nsys-here, which is not an nsys executable"):
+        find_nsys()
+
+
+def test_pytorch_fixes_only_for_pytorch_programs() -> None:
+    user = (Frame("step", "/home/u/train.py", 7),)
+    assert hint_for([SyncKind.MEMCPY_BLOCKING], user, pytorch=True)[0] == "copy with non_blocking=True"
+    assert hint_for([SyncKind.MEMCPY_BLOCKING], user, pytorch=False)[0] == "use cudaMemcpyAsync"
+    assert "torch" not in " ".join(hint_for([SyncKind.DEVICE], user, pytorch=False))
+    assert "step" not in hint_for([SyncKind.STREAM], user, pytorch=False)[0]  # said also where no steps exist
+
+
+def test_a_cuda_c_trace_gets_cuda_hints(build) -> None:
+    b = TraceBuilder()
+    b.kernel(1, 0, 10, 1010, name="k1")
+    b.stream_sync(1, 20, 1015)
+    b.kernel(1, 1100, 1110, 3000, name="k2")
+    b.memcpy(1, "cudaMemcpy_v3020", 3010, 3100, 3000, 3050, copy_kind=2, src_kind=2, dst_kind=1)
+    hints = set(build(b).callsites["short_hint"])
+    assert hints == {"wait later, on an event", "use cudaMemcpyAsync"}
