@@ -297,7 +297,9 @@ def diff_command(
         "--markdown": lambda path: write_text(path, render_diff_markdown(result, top)),
         "--json": lambda path: write_text(path, render_diff_json(result)),
     }
-    complete = _finish(outputs, writers, lambda: render_diff_json(result), lambda: diff_summary(result, top))
+    complete = _finish(
+        outputs, writers, lambda: render_diff_json(result), lambda width: diff_summary(result, top, width)
+    )
     if fail_on_regression is not None and result.regressed_beyond(fail_on_regression):
         err.print(
             f"nsync: step time regressed by {result.step_ms['delta_pct']} % (> {fail_on_regression} %)", markup=False
@@ -374,12 +376,15 @@ def _emit(result: nsync.Analysis, top: int, outputs: Outputs, source_dirs: list[
         outputs,
         writers,
         stdout_json=lambda: nsync.render_json(result, top=None),
-        summary=lambda: nsync.summary(result, top),
+        summary=lambda width: nsync.summary(result, top, width),
     )
 
 
 def _finish(
-    outputs: Outputs, writers: dict[str, Writer], stdout_json: Callable[[], str], summary: Callable[[], object]
+    outputs: Outputs,
+    writers: dict[str, Writer],
+    stdout_json: Callable[[], str],
+    summary: Callable[[int], object],
 ) -> bool:
     """Write each requested file (one that fails keeps no other from being written), then JSON on stdout or
     the terminal summary. False when a file could not be written (each failure said on stderr)."""
@@ -393,7 +398,8 @@ def _finish(
     if outputs.json == "-":
         sys.stdout.write(stdout_json())
     else:
-        StdoutConsole(highlight=False, width=_width()).print(summary())
+        console = StdoutConsole(highlight=False, width=_width())
+        console.print(summary(console.width))
     for path in written:
         err.print(f"nsync: wrote {path}", markup=False)
     for message in failed:

@@ -110,6 +110,7 @@ def test_markdown_summary_is_a_compact_pr_table(tmp_path):
         "| # | call site | function | syncs/step | exposed idle ms/step | host wait ms/step | fix |\n"
         "|---:|---|---|---:|---:|---:|---|\n"
         "| 1 | `train.py:42` | train_step | 1.00 | 0.203 | 0.512 | wait later, on an event |\n"
+        "\n"
         "> 1 more sync (20% of 5) lies outside the 4 analysed steps (in the warm-up, or before, between or "
         "after the steps): it is not in these figures\n"
     )

@@ -13,6 +13,7 @@ from rich.text import Text
 
 from nsync.render.json import ns_to_ms
 from nsync.render.markdown import cell, code_span
+from nsync.render.terminal import fitted_table
 
 if TYPE_CHECKING:
     from nsync.diff import Diff
@@ -114,32 +115,33 @@ def render_diff_markdown(result: Diff, top: int = 10) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def diff_summary(result: Diff, top: int = 10) -> Group:
+def diff_summary(result: Diff, top: int = 10, width: int = 120) -> Group:
     data = diff_to_dict(result)
     parts: list[Text | Table] = [
         Text(f"nsync diff {result.baseline.trace_path} → {result.candidate.trace_path}"),
         Text(headline(result), style=VERDICT_STYLE.get(result.verdict, "")),
     ]
     parts += [Text(f"inconclusive because {reason}", style="yellow") for reason in result.reasons]
-    table = Table(header_style="bold")
-    for name, justify in (
-        ("call site", "left"),
-        ("function", "left"),
-        ("status", "left"),
-        ("baseline ms/step", "right"),
-        ("candidate ms/step", "right"),
-        ("delta", "right"),
-    ):
-        table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
-    for site in data["callsites"][:top]:
-        table.add_row(
-            Text(f"{Path(site['file']).name}:{site['line']}"),
-            Text(str(site["function"])),
-            site["status"],
-            _num(site["baseline_exposed_idle_ms_per_step"]),
-            _num(site["candidate_exposed_idle_ms_per_step"]),
-            _num(site["delta_ms_per_step"], sign=True),
-        )
+    columns = [
+        ("call site", "where", "left"),
+        ("delta\nms/step", "delta", "right"),
+        ("status", "status", "left"),
+        ("baseline\nms/step", "baseline", "right"),
+        ("candidate\nms/step", "candidate", "right"),
+        ("function", "function", "left"),
+    ]
+    rows = [
+        {
+            "where": f"{Path(site['file']).name}:{site['line']}",
+            "function": str(site["function"]),
+            "status": site["status"],
+            "baseline": _num(site["baseline_exposed_idle_ms_per_step"]),
+            "candidate": _num(site["candidate_exposed_idle_ms_per_step"]),
+            "delta": _num(site["delta_ms_per_step"], sign=True),
+        }
+        for site in data["callsites"][:top]
+    ]
+    table = fitted_table(columns, rows, width)
     if data["callsites"]:
         parts.append(table)
     return Group(*parts)

@@ -100,7 +100,10 @@ def timeline_figure(
     if excerpt is None or (excerpt.ops.empty and excerpt.calls.empty):
         return None
     t0 = excerpt.start_ns
-    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.78, 0.22], vertical_spacing=0.04)
+    # the lead panel only where a syncing thread has a lead to show; the time axis under the last panel
+    panels = 2 if len(excerpt.lead) else 1
+    heights = [0.78, 0.22] if panels == 2 else [1.0]
+    fig = make_subplots(rows=panels, cols=1, shared_xaxes=True, row_heights=heights, vertical_spacing=0.04)
     lanes = _gpu_lanes(fig, excerpt, t0)
     lanes += _host_lanes(fig, excerpt, t0, analysis.thread_names)
     _exposed_windows(fig, excerpt, t0)
@@ -118,13 +121,14 @@ def timeline_figure(
             col=1,
         )
     fig.update_yaxes(categoryorder="array", categoryarray=list(reversed(lanes)), row=1, col=1)
-    fig.update_yaxes(title_text="host lead (ms)", rangemode="tozero", row=2, col=1)
-    fig.update_xaxes(title_text=f"ms from {t0 / MS:.3f} ms into the trace", row=2, col=1)
+    if panels == 2:
+        fig.update_yaxes(title_text="host lead (ms)", rangemode="tozero", row=2, col=1)
+    fig.update_xaxes(title_text=f"ms from {t0 / MS:.3f} ms into the trace", row=panels, col=1)
     if x_max_ms is not None:
         fig.update_xaxes(range=[0, x_max_ms])
     fig.update_layout(
         barmode="overlay",
-        height=260 + 34 * len(lanes),
+        height=(260 if panels == 2 else 200) + 34 * len(lanes),
         margin={"l": 10, "r": 10, "t": 30, "b": 40},
         legend={"orientation": "h", "y": 1.06},
         hovermode="closest",
@@ -217,7 +221,17 @@ def steps_figure(analysis: Analysis) -> go.Figure | None:
         return None
     number = np.arange(len(stats)) + analysis.steps.warmup + 1
     fig = go.Figure()
-    fig.add_trace(go.Bar(x=number, y=stats["duration_ns"] / MS, name="step time", marker={"color": "#9ecae9"}))
+    host = "step on the host" + (" (NVTX range)" if analysis.steps.source.startswith("nvtx") else "")
+    fig.add_trace(go.Bar(x=number, y=stats["duration_ns"] / MS, name=host, marker={"color": "#9ecae9"}))
+    fig.add_trace(
+        go.Scatter(
+            x=number,
+            y=stats["gpu_duration_ns"] / MS,
+            name="step on the GPU",
+            mode="lines",
+            line={"color": "#222222", "width": 1.5},
+        )
+    )
     fig.add_trace(
         go.Scatter(
             x=number, y=stats["gpu_idle_ns"] / MS, name="GPU idle", mode="lines+markers", line={"color": "#4c78a8"}

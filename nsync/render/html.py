@@ -73,6 +73,10 @@ def source_context(file: str, line: int, search: list[Path]) -> list[dict[str, A
     ]
 
 
+def _ms(value: float | None, digits: int = 3) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
 def _figure_html(fig: Any, div_id: str) -> str:
     if fig is None:
         return ""
@@ -84,16 +88,23 @@ def _figure_html(fig: Any, div_id: str) -> str:
 def render_html(analysis: Analysis, top: int = 50, source_dirs: list[Path] | None = None) -> str:
     data = analysis_to_dict(analysis, top)
     search = [Path(analysis.trace_path).resolve().parent, Path.cwd(), *(source_dirs or [])]
-    for site in data["callsites"]:
-        site["source"] = source_context(site["file"], site["line"], search)
     steps, totals = data["steps"], data["totals"]
     per_step = steps["count"] or 0
+    for site in data["callsites"]:
+        site["source"] = source_context(site["file"], site["line"], search)
+        site["where"] = f"{Path(site['file']).name}:{site['line']}"
+        site["saving_text"] = _ms(site["predicted_saving_ms_per_step"])
+        site["exposed_text"] = _ms(site["exposed_idle_ms_per_step" if per_step else "exposed_idle_ms"])
+        site["wait_text"] = _ms(site["host_wait_ms_per_step" if per_step else "host_wait_ms"])
+        site["lead_text"] = _ms(site["lead_before_ms_mean"])
+        site["syncs_per_step_text"] = _ms(site["syncs_per_step"], 2)
     headline = {
         "step_ms": steps["median_ms"],
         "gpu_step_ms": steps["gpu_median_ms"],
         "gpu_busy_pct": None if totals["gpu_idle_pct"] is None else 100 - totals["gpu_idle_pct"],
         "gpu_idle_ms_per_step": totals["gpu_idle_ms"] / per_step if per_step else None,
         "exposed_ms_per_step": totals["exposed_idle_ms"] / per_step if per_step else None,
+        "exposed_hot": totals["exposed_idle_ms"] >= 0.0005,  # red only for idle that shows at 3 decimals
         "exposed_pct": 100 * totals["exposed_idle_ms"] / (totals["span_ms"] * totals["gpu_count"])
         if totals["span_ms"] and totals["gpu_count"]
         else None,

@@ -30,7 +30,8 @@ def render_markdown(analysis: Analysis, top: int = 10) -> str:
     data: dict[str, Any] = analysis_to_dict(analysis, top)
     steps, totals = data["steps"], data["totals"]
     lines = [f"### nsync: {cell(Path(analysis.trace_path).name)}", ""]
-    facts = [f"{cell(', '.join(data['trace']['gpus']) or 'no GPU')}", f"nsys {cell(data['trace']['nsys_version'])}"]
+    version = data["trace"]["nsys_version"]
+    facts = [cell(", ".join(data["trace"]["gpus"]) or "no GPU"), f"nsys {cell(version)}" if version else "nsys ?"]
     if steps["count"]:
         facts.append(f"{steps['count']} steps, median {_ms(steps['median_ms'])} ms")
         per = steps["count"]
@@ -55,7 +56,7 @@ def render_markdown(analysis: Analysis, top: int = 10) -> str:
             per_step = "-" if site["syncs_per_step"] is None else f"{site['syncs_per_step']:.2f}"
             where = f"{Path(site['file']).name}:{site['line']}"
             lines.append(
-                f"| {rank} | `{cell(where)}` | {cell(site['function'])} | {per_step} | {_ms(exposed)} | "
+                f"| {rank} | {code_span(where)} | {cell(site['function'])} | {per_step} | {_ms(exposed)} | "
                 f"{_ms(wait)} | {cell(site['short_hint'])} |"
             )
         more = len(analysis.callsites) - len(data["callsites"])
@@ -63,5 +64,6 @@ def render_markdown(analysis: Analysis, top: int = 10) -> str:
             lines += ["", f"{more} more call sites in the full report."]
     else:
         lines.append("No sync call sites in the analysed window.")
-    lines += [f"> {cell(w)}" for w in data["warnings"]]
+    for warning in data["warnings"]:  # a blank line between them: one quote each, not one merged paragraph
+        lines += ["", f"> {cell(warning)}"]
     return "\n".join(lines).rstrip() + "\n"

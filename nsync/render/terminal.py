@@ -18,8 +18,9 @@ def _fmt(value: float | None, digits: int = 3) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
-def summary(analysis: Analysis, top: int = 10) -> Group:
-    """A renderable: every trace string goes in as Text, so rich markup in names stays inert."""
+def summary(analysis: Analysis, top: int = 10, width: int = 120) -> Group:
+    """A renderable for a console ``width`` columns wide: every trace string goes in as Text, so rich markup
+    in names stays inert."""
     data = analysis_to_dict(analysis, top)
     trace, steps, totals = data["trace"], data["steps"], data["totals"]
     head = Text()
@@ -49,7 +50,7 @@ def summary(analysis: Analysis, top: int = 10) -> Group:
     )
     parts: list[Text | Table] = [head]
     if data["callsites"]:
-        parts.append(_table(data["callsites"], per_step=bool(steps["count"])))
+        parts.append(_table(data["callsites"], per_step=bool(steps["count"]), width=width))
         what_if = data["what_if"]
         if what_if and what_if["replayed_step_ms"] is not None:
             parts.append(
@@ -68,44 +69,64 @@ def summary(analysis: Analysis, top: int = 10) -> Group:
     return Group(*parts)
 
 
-def _table(callsites: list[dict[str, object]], per_step: bool) -> Table:
-    unit = "/step" if per_step else " total"
+# (header, key of the row's text, justify), most important first: at narrow widths the last go first.
+# Headers break only where written ("\n"); file:line and function names never break.
+def _columns(per_step: bool) -> list[tuple[str, str, str]]:
+    unit = "ms/step" if per_step else "ms total"
+    return [
+        ("#", "rank", "right"),
+        ("call site", "where", "left"),
+        ("what-if saving\nms/step", "saving", "right"),
+        (f"exposed idle\n{unit}", "exposed", "right"),
+        ("function", "function", "left"),
+        ("syncs\n/step", "per_step", "right"),
+        ("hint", "hint", "left"),
+        (f"host wait\n{unit}", "wait", "right"),
+        ("lead before\nms", "lead", "right"),
+        ("count", "count", "right"),
+    ]
+
+
+def _cells(rank: int, site: dict[str, object], per_step: bool) -> dict[str, str]:
+    return {
+        "rank": str(rank),
+        "where": f"{str(site['file']).rsplit('/', 1)[-1]}:{site['line']}",
+        "saving": _fmt(site["predicted_saving_ms_per_step"]),  # type: ignore[arg-type]
+        "exposed": _fmt(site["exposed_idle_ms_per_step" if per_step else "exposed_idle_ms"]),  # type: ignore[arg-type]
+        "function": str(site["function"]),
+        "per_step": _fmt(site["syncs_per_step"], 2),  # type: ignore[arg-type]
+        "hint": str(site["short_hint"]),
+        "wait": _fmt(site["host_wait_ms_per_step" if per_step else "host_wait_ms"]),  # type: ignore[arg-type]
+        "lead": _fmt(site["lead_before_ms_mean"]),  # type: ignore[arg-type]
+        "count": str(site["count"]),
+    }
+
+
+def _table(callsites: list[dict[str, object]], per_step: bool, width: int) -> Table:
+    rows = [_cells(rank, site, per_step) for rank, site in enumerate(callsites, 1)]
+    return fitted_table(_columns(per_step), rows, width)
+
+
+def fitted_table(columns: list[tuple[str, str, str]], rows: list[dict[str, str]], width: int) -> Table:
+    """As many of ``columns`` (header, key, justify; most important first) as fit in ``width``. No cell and no
+    header word is ever broken, so that ``grep w_print.py:19`` finds its line in any log."""
+    widths = [
+        max([len(line) for line in header.split("\n")] + [len(r[key]) for r in rows]) for header, key, _ in columns
+    ]
+    # a rich table with edges: each column's padding (2) and its rule (1), plus the closing rule
+    while len(columns) > 2 and sum(widths) + 3 * len(widths) + 1 > width:
+        columns, widths = columns[:-1], widths[:-1]
     table = Table(show_lines=False, header_style="bold", expand=False)
-    for name, justify in (
-        ("#", "right"),
-        ("call site", "left"),
-        ("function", "left"),
-        ("count", "right"),
-        ("syncs/step", "right"),
-        (f"exposed idle ms{unit}", "right"),
-        (f"host wait ms{unit}", "right"),
-        ("lead before ms", "right"),
-        ("what-if saving ms/step", "right"),
-        ("hint", "left"),
-    ):
-        table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
-    for rank, site in enumerate(callsites, 1):
-        where = f"{str(site['file']).rsplit('/', 1)[-1]}:{site['line']}"
-        exposed = site["exposed_idle_ms_per_step"] if per_step else site["exposed_idle_ms"]
-        wait = site["host_wait_ms_per_step"] if per_step else site["host_wait_ms"]
-        table.add_row(
-            str(rank),
-            Text(where),
-            Text(str(site["function"])),
-            str(site["count"]),
-            _fmt(site["syncs_per_step"], 2),  # type: ignore[arg-type]
-            _fmt(exposed),
-            _fmt(wait),
-            _fmt(site["lead_before_ms_mean"]),  # type: ignore[arg-type]
-            _fmt(site["predicted_saving_ms_per_step"]),  # type: ignore[arg-type]
-            Text(str(site["short_hint"])),
-        )
+    for header, _key, justify in columns:
+        table.add_column(header, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+    for row in rows:
+        table.add_row(*(Text(row[key]) for _header, key, _ in columns))
     return table
 
 
 def render_terminal(analysis: Analysis, top: int = 10, width: int | None = None) -> str:
     console = Console(record=True, width=width or 140, file=_Null(), color_system=None)
-    console.print(summary(analysis, top))
+    console.print(summary(analysis, top, console.width))
     return console.export_text()
 
 

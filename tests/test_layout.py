@@ -1,0 +1,135 @@
+"""Output that reads: in a narrow terminal or a CI log, in a browser at laptop widths, in a PR comment."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from nsync import render_html, render_markdown
+from nsync.render.figures import steps_figure, timeline_figure
+from tests.browser import CHROMIUM, FLAGS, needs_chromium
+from tests.test_cli import NSYNC, ROOT, run
+
+DEG = ROOT / "fixtures/h200/print_deg.sqlite.xz"
+
+
+@pytest.mark.parametrize("columns", [80, 120, 200])
+def test_the_ranking_never_breaks_a_file_line_or_a_word_and_fits(columns: int) -> None:
+    result = subprocess.run(
+        [*NSYNC, "analyze", str(ROOT / "fixtures/h200/p4.sqlite.xz")],
+        capture_output=True, text=True, timeout=120, env={"PATH": "/usr/bin:/bin", "COLUMNS": str(columns)},
+    )  # fmt: skip
+    lines = result.stdout.splitlines()
+    assert max(len(line) for line in lines) <= columns
+    table = [line for line in lines if line.startswith("│")]
+    # probe.py's six call sites, each on one line with its name whole (grep finds them in a log)
+    assert [re.search(r"probe\.py:\d+", line).group(0) for line in table] == [
+        f"probe.py:{n}" for n in (17, 21, 19, 15, 13, 11)
+    ]
+    functions = ("sync_stream", "d2h_cpu", "h2d_pageable", "sync_event", "sync_device", "sync_item")
+    assert [name for line, name in zip(table, functions) if f" {name} " in line] == list(functions)  # unbroken
+    header = " ".join(line for line in lines if line.startswith("┃"))
+    assert "saving" in header and "exposed idle" in header  # the costs stay at any width
+
+
+def test_the_readme_sample_is_what_the_tool_prints() -> None:
+    readme = (ROOT / "README.md").read_text()
+    sample = readme.split("On the bundled degraded trace (`make demo`):\n\n```\n")[1].split("```")[0]
+    printed = subprocess.run(
+        [*NSYNC, "analyze", "fixtures/h200/print_deg.sqlite.xz"],
+        capture_output=True, text=True, timeout=120, cwd=ROOT, env={"PATH": "/usr/bin:/bin"},
+    ).stdout  # fmt: skip
+    assert sample.splitlines() == [line.rstrip() for line in printed.splitlines()]
+
+
+def test_markdown_code_spans_are_literal_and_warnings_stay_apart(h200_analysis) -> None:
+    text = render_markdown(h200_analysis("p2"))
+    assert "| `<unknown>:0` |" in text and "&lt;unknown" not in text
+    quotes = [i for i, line in enumerate(text.splitlines()) if line.startswith("> ")]
+    assert len(quotes) == 2 and quotes[1] - quotes[0] == 2  # a blank line between: two paragraphs
+
+
+def test_markdown_without_a_version_says_so(tmp_path: Path, h200) -> None:
+    import shutil
+    import sqlite3
+
+    copy = tmp_path / "nov.sqlite"
+    shutil.copy(h200("p4"), copy)
+    with sqlite3.connect(copy) as conn:
+        conn.execute("DELETE FROM META_DATA_EXPORT WHERE name = 'EXPORT_PRODUCT_VERSION'")
+    result = run("analyze", copy, "--markdown", tmp_path / "r.md")
+    assert result.returncode == 0, result.stderr
+    first = (tmp_path / "r.md").read_text().splitlines()[2]
+    assert "nsys ?" in first and "None" not in first
+
+
+def _layout(page: Path, width: int) -> dict[str, float]:
+    """Measurements taken by the page itself in Chromium at ``width`` px, written into the DOM."""
+    probe = """<script>window.addEventListener('load', () => {
+      const fix = document.querySelector('td.fix'), hit = document.querySelector('pre.src .hit');
+      const out = {width: document.documentElement.clientWidth, scroll: document.documentElement.scrollWidth,
+                   fix: fix ? fix.getBoundingClientRect().right : 0,
+                   hit: hit ? hit.scrollWidth - hit.clientWidth : 0};
+      document.body.setAttribute('data-layout', JSON.stringify(out));});</script></body>"""
+    probed = page.with_name("probed-" + page.name)
+    probed.write_text(page.read_text().replace("</body>", probe))
+    done = subprocess.run(
+        [CHROMIUM, *FLAGS, f"--window-size={width},900", f"--user-data-dir={page.parent / f'chrome-{width}'}",
+         "--dump-dom", probed.as_uri()],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    found = re.search(r"data-layout=\"([^\"]+)\"", done.stdout)
+    assert found, done.stderr[-500:]
+    return json.loads(found.group(1).replace("&quot;", '"'))
+
+
+@needs_chromium
+@pytest.mark.parametrize("width", [1280, 1400])
+def test_the_report_fits_a_laptop_screen(h200_analysis, tmp_path: Path, width: int) -> None:
+    page = tmp_path / "r.html"
+    page.write_text(render_html(h200_analysis("p4"), source_dirs=[ROOT / "fixtures/h200"]))
+    measured = _layout(page, width)
+    assert measured["scroll"] <= measured["width"]  # nothing sticks out sideways
+    assert 0 < measured["fix"] <= measured["width"]  # the fix column is on the page
+    assert measured["hit"] == 0  # the quoted source line is not clipped
+
+
+def test_the_report_puts_the_saving_in_the_ranking_and_reds_only_real_idle(h200_analysis) -> None:
+    page = render_html(h200_analysis("print_deg"))
+    header = page.split('id="ranking"')[1].split("</thead>")[0]
+    assert "what-if saving" in header
+    assert 'class="card hot"' in page
+    healthy = render_html(h200_analysis("print_ok"))
+    assert 'class="card hot"' not in healthy  # 0.000 ms of exposed idle is not an alarm
+
+
+def test_a_healthy_timeline_has_a_time_axis_and_the_step_chart_names_its_bars(h200_analysis) -> None:
+    healthy = h200_analysis("print_ok")
+    figure = timeline_figure(healthy)
+    assert "ms from" in figure.layout.xaxis.title.text  # one panel: no lead without syncs, the axis under it
+    names = [trace.name for trace in steps_figure(healthy).data]
+    assert names[:2] == ["step on the host (NVTX range)", "step on the GPU"]
+
+
+def test_a_page_without_cuda_says_why_once(tmp_path: Path) -> None:
+    from tests.tracebuilder import TraceBuilder
+
+    b = TraceBuilder()
+    b.api(1, "cudaGetDeviceProperties_v12000", 0, 5)
+    result = run("analyze", b.write(tmp_path / "n.sqlite"), "--html", tmp_path / "n.html")
+    assert result.returncode == 0
+    page = (tmp_path / "n.html").read_text()
+    assert page.count("no CUDA activity in this trace") == 1
+    assert "figures cover the whole trace" not in page and 'id="headline"' not in page
+
+
+def test_the_diff_panels_both_have_time_axes(h200_analysis) -> None:
+    from nsync.diff import diff
+    from nsync.render.html import render_diff_html
+
+    page = render_diff_html(diff(h200_analysis("print_ok"), h200_analysis("print_deg")))
+    assert page.count("ms from") >= 2
