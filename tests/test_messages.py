@@ -86,12 +86,18 @@ def test_a_reader_that_goes_away_ends_the_command_quietly() -> None:
         assert proc.returncode == 0 and "Error" not in errors and "Traceback" not in errors
 
 
+def interruptible() -> None:
+    """In the child: SIGINT back to its default, which a suite started in the background has ignored (and an
+    ignored SIGINT is inherited, so Python would install no KeyboardInterrupt handler at all)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_at_any_moment_prints_no_traceback() -> None:
     codes = []
     for delay in (0.05, 0.15, 0.3, 0.6):
         proc = subprocess.Popen(
             [*NSYNC, "analyze", str(ROOT / "fixtures/h200/w_item_degraded.sqlite.xz")],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=interruptible,
         )  # fmt: skip
         time.sleep(delay)
         proc.send_signal(signal.SIGINT)

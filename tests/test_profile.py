@@ -219,10 +219,9 @@ def test_hang_watch_tells_a_running_program_from_one_that_left_only_a_zombie(mon
         time.sleep(1)
         assert capture.program_running(running.pid)
         assert not capture.program_running(zombie.pid)  # like nsys whose launched program has exited
-        monkeypatch.setattr(capture, "HANG_S", 0)
-        watch = capture.HangWatch(zombie.pid)
+        watch = capture.HangWatch(zombie.pid, hang_s=0)
         assert [watch.hung(), watch.hung()] == [True, False]  # said once
-        assert not capture.HangWatch(running.pid).hung()
+        assert not capture.HangWatch(running.pid, hang_s=0).hung()
     finally:
         subprocess.run(["pkill", "-P", str(running.pid)], check=False)  # its sleep
         for proc in (running, zombie):

@@ -5,14 +5,17 @@ Every subprocess gets an argument list; nothing is ever passed through a shell.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
+import shutil
 import signal
 import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from nsync.errors import NsysError
@@ -36,6 +39,7 @@ class CaptureOptions:
     cpu_sampling: bool = True
     nsys_args: tuple[str, ...] = ()
     keep_report: bool = True
+    hang_s: float = 120  # nsys still running this long after the program ended: it hung
 
     @property
     def base(self) -> Path:
@@ -47,7 +51,6 @@ class CaptureResult:
     report: Path | None
     exit_code: int
     interrupted: bool
-    notes: list[str] = field(default_factory=list)
 
 
 def profile_flags(nsys: Nsys, options: CaptureOptions) -> tuple[list[str], list[str]]:
@@ -92,41 +95,109 @@ def profile_flags(nsys: Nsys, options: CaptureOptions) -> tuple[list[str], list[
 
 
 def run_capture(nsys: Nsys, command: Sequence[str], options: CaptureOptions, say: Say) -> CaptureResult:
-    """Run ``command`` under ``nsys profile`` with live output; Ctrl-C stops the program, not the capture."""
+    """Run ``command`` under ``nsys profile`` with live output; Ctrl-C stops the program, not the capture.
+
+    nsys writes its raw capture (``.qdstrm``) into a folder of nsync's own, removed whatever happens, and the
+    program keeps its own TMPDIR. When nsys hangs after the program ended (nsys 2022.4 with CPU sampling,
+    about 1 capture in 10 here), it is shut down, its agent stopped, and what it wrote imported if it can be.
+    """
     flags, notes = profile_flags(nsys, options)
     for note in notes:
         say(f"note: {note}")
-    argv = [str(nsys.path), "profile", *flags, *command]
-    try:
-        proc = subprocess.Popen(argv)
-    except OSError as err:
-        raise NsysError(f"cannot start {nsys.path}: {err.strerror}") from err
-    interrupted = False
-    watch = HangWatch(proc.pid)
-    while True:
+    with tempfile.TemporaryDirectory(prefix="nsync-capture-") as scratch:
+        if "env-var" in nsys.profile_flags:  # the program sees the TMPDIR it would have had
+            flags = [f"--env-var=TMPDIR={os.environ.get('TMPDIR', tempfile.gettempdir())}", *flags]
+        argv = [str(nsys.path), "profile", *flags, *command]
         try:
-            code = proc.wait(timeout=POLL_S)
-            break
-        except subprocess.TimeoutExpired:
-            if watch.hung():
-                say(
-                    f"note: nsys is still running {HANG_S} s after the program ended; nsys 2022.4 with CPU "
-                    "sampling sometimes hangs here. Ctrl-C makes it write what it captured; "
-                    "--no-cpu-sampling avoids the hang"
-                )
-        except KeyboardInterrupt:
-            if interrupted:  # a second Ctrl-C: stop waiting for nsys to finish its report
-                proc.kill()
-                proc.wait()
-                raise
-            interrupted = True
-            say("interrupted: waiting for nsys to write what it captured (Ctrl-C again to abort)")
-    report = _report(nsys, options, say)
+            proc = subprocess.Popen(argv, env={**os.environ, "TMPDIR": scratch})
+        except OSError as err:
+            raise NsysError(f"cannot start {nsys.path}: {err.strerror}") from err
+        code, interrupted, hung = _wait(nsys, proc, options, say)
+        report = _report(nsys, options, say, Path(scratch))
+    if report is None and hung:
+        raise NsysError(
+            "nsys hung after the program ended and what it had written was incomplete: nothing was saved. "
+            "The hang is intermittent (nsys 2022.4 with CPU sampling): run again, or capture with --no-cpu-sampling"
+        )
     if code < 0 and report is None:
         raise NsysError(f"nsys was killed by signal {_signal_name(-code)} before writing a report")
     if report is None:
         raise NsysError(f"nsys exited with code {code} and wrote no report ({options.base}.nsys-rep)")
-    return CaptureResult(report=report, exit_code=code, interrupted=interrupted, notes=notes)
+    if hung:  # nsys's own exit code after a shutdown is not the program's
+        say("note: the program's exit code is unknown: nsys was shut down after it ended")
+        code = 0
+    return CaptureResult(report=report, exit_code=code, interrupted=interrupted)
+
+
+def _wait(nsys: Nsys, proc: subprocess.Popen[bytes], options: CaptureOptions, say: Say) -> tuple[int, bool, bool]:
+    """Wait for nsys: (its exit code, whether Ctrl-C was pressed, whether it hung and was stopped)."""
+    interrupted = False
+    watch = HangWatch(proc.pid, options.hang_s)
+    while True:
+        try:
+            return proc.wait(timeout=POLL_S), interrupted, False
+        except subprocess.TimeoutExpired:  # noqa: PERF203 -- one poll every POLL_S
+            if watch.hung():
+                say(
+                    f"nsys is still running {options.hang_s:.0f} s after the program ended (nsys 2022.4 with CPU "
+                    "sampling hangs so now and then): shutting it down"
+                )
+                return stop_hung_nsys(nsys, proc), interrupted, True
+        except KeyboardInterrupt:
+            if not program_running(proc.pid):  # the program is gone: nothing left to wait for
+                say("interrupted after the program ended: shutting nsys down")
+                return stop_hung_nsys(nsys, proc), True, True
+            if interrupted:  # a second Ctrl-C: stop waiting for nsys to finish its report
+                stop_hung_nsys(nsys, proc)
+                raise
+            interrupted = True
+            say("interrupted: waiting for nsys to write what it captured (Ctrl-C again to abort)")
+
+
+STOP_WAIT_S = 20
+
+
+def stop_hung_nsys(nsys: Nsys, proc: subprocess.Popen[bytes]) -> int:
+    """End a capture whose program has ended: ``nsys shutdown`` of its session (``nsys stop`` is "not
+    applicable" and ``nsys cancel`` "not implemented" in that state, seen with 2022.4), then SIGINT, then
+    SIGKILL; and the session's agent, which keeps spinning at 95 % CPU otherwise. Returns nsys's exit code."""
+    agents, code = session_agents(proc.pid), -signal.SIGKILL
+    for session in sorted({name for _pid, name in agents}):
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+            subprocess.run(
+                [str(nsys.path), "shutdown", f"--session={session}"], capture_output=True, timeout=STOP_WAIT_S
+            )
+    for stop in (lambda: None, lambda: proc.send_signal(signal.SIGINT), proc.kill):
+        stop()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            code = proc.wait(timeout=STOP_WAIT_S)
+            break
+    for pid, _name in agents + session_agents(proc.pid):
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    return code
+
+
+def session_agents(nsys_pid: int) -> list[tuple[int, str]]:
+    """(pid, session name) of the agents of the session that ``nsys profile`` (``nsys_pid``) started: their
+    command line holds ``--start-agent --session-name=profile-<program>-<nsys pid>``."""
+    found = []
+    for entry in _proc_entries():
+        try:
+            words = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        names = [w.decode(errors="replace").split("=", 1)[1] for w in words if w.startswith(b"--session-name=")]
+        if b"--start-agent" in words and names and names[0].endswith(f"-{nsys_pid}"):
+            found.append((int(entry.name), names[0]))
+    return found
+
+
+def _proc_entries() -> list[Path]:
+    try:
+        return [e for e in Path("/proc").iterdir() if e.name.isdigit()]
+    except OSError:
+        return []
 
 
 POLL_S = 5
@@ -136,20 +207,21 @@ HANG_S = 120
 class HangWatch:
     """Notices when the profiled program is gone (nothing under nsys but zombies) and nsys still runs."""
 
-    def __init__(self, pid: int) -> None:
+    def __init__(self, pid: int, hang_s: float = HANG_S) -> None:
         self.pid = pid
+        self.hang_s = hang_s
         self.ended_at: float | None = None
         self.said = False
 
     def hung(self) -> bool:
-        """True once, HANG_S after the program ended with nsys still running (Linux /proc; else never)."""
+        """True once, ``hang_s`` after the program ended with nsys still running (Linux /proc; else never)."""
         if self.said:
             return False
         if program_running(self.pid):
             self.ended_at = None
             return False
         self.ended_at = self.ended_at or time.monotonic()
-        self.said = time.monotonic() - self.ended_at >= HANG_S
+        self.said = time.monotonic() - self.ended_at >= self.hang_s
         return self.said
 
 
@@ -157,9 +229,8 @@ def program_running(pid: int) -> bool:
     """Whether any process below ``pid`` is still alive (not a zombie). True when /proc cannot tell."""
     children: dict[int, list[int]] = {}
     states: dict[int, str] = {}
-    try:
-        entries = [e for e in Path("/proc").iterdir() if e.name.isdigit()]
-    except OSError:
+    entries = _proc_entries()
+    if not entries:
         return True
     for entry in entries:
         try:
@@ -186,28 +257,34 @@ def _signal_name(number: int) -> str:
         return str(number)
 
 
-def _report(nsys: Nsys, options: CaptureOptions, say: Say) -> Path | None:
-    """The .nsys-rep, importing a .qdstrm that nsys left behind when its own import failed."""
+def _report(nsys: Nsys, options: CaptureOptions, say: Say, scratch: Path) -> Path | None:
+    """The .nsys-rep: the one nsys wrote, or one imported from a .qdstrm nsys left unimported, beside the
+    outputs (its own import failed) or in ``scratch`` (it hung or was stopped)."""
     rep = options.base.with_suffix(".nsys-rep")
-    qdstrm = options.base.with_suffix(".qdstrm")
     if rep.is_file():
         return rep
-    if not qdstrm.is_file():
-        return None
-    importer = nsys.importer()
-    if importer is None:
-        raise NsysError(
-            f"nsys left {qdstrm} unimported and no QdstrmImporter was found beside {nsys.path}: "
-            f"run 'QdstrmImporter -i {qdstrm}' from your Nsight Systems install, then "
-            f"'nsync analyze' the exported SQLite"
-        )
-    say(f"importing {qdstrm.name} with {importer}")
-    done = subprocess.run([str(importer), "-i", str(qdstrm)], capture_output=True, text=True, check=False)
-    if not rep.is_file():
+    left = options.base.with_suffix(".qdstrm")
+    raw = sorted(scratch.glob("*.qdstrm"), key=lambda p: p.stat().st_mtime, reverse=True)
+    for qdstrm in ([left] if left.is_file() else []) + raw:
+        importer = nsys.importer()
+        if importer is None:
+            raise NsysError(
+                f"nsys left {qdstrm} unimported and no QdstrmImporter was found beside {nsys.path}: "
+                f"run 'QdstrmImporter -i {qdstrm}' from your Nsight Systems install, then "
+                f"'nsync analyze' the exported SQLite"
+            )
+        say(f"importing {qdstrm.name} with {importer}")
+        done = subprocess.run([str(importer), "-i", str(qdstrm)], capture_output=True, text=True, check=False)
+        imported = qdstrm.with_suffix(".nsys-rep")
+        if imported.is_file():
+            shutil.move(imported, rep)
+            qdstrm.unlink()
+            return rep
         detail = (done.stderr or done.stdout).strip().splitlines()[-1:] or [f"exit code {done.returncode}"]
-        raise NsysError(f"QdstrmImporter could not import {qdstrm}: {detail[0]}")
-    qdstrm.unlink()
-    return rep
+        if qdstrm == left:
+            raise NsysError(f"QdstrmImporter could not import {qdstrm}: {detail[0]}")
+        say(f"note: {qdstrm.name} could not be imported: {detail[0]}")
+    return None
 
 
 @contextmanager

@@ -1,0 +1,163 @@
+"""nsys that hangs after the program ended (seen here: Debian's 2022.4 with CPU sampling, 3 captures in 17).
+
+nsync shuts the session down, stops its agent, imports what was written if it can, and says honestly what
+was saved. The stand-in below behaves as the real hang was seen to: the program ends, nsys stays up with
+its session in "Generation", an agent spins detached, the .qdstrm in TMPDIR is incomplete, and
+`nsys shutdown --session=NAME` makes `nsys profile` exit 0 while the agent spins on.
+"""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import stat
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from nsync.errors import NsysError
+from nsync.nsys.capture import CaptureOptions, run_capture, session_agents
+from nsync.nsys.locate import describe
+
+STAND_IN = r'''#!PYTHON
+"""nsys 2022.4 as it hangs: see tests/test_nsys_hang.py."""
+import os, signal, subprocess, sys, time
+args = sys.argv[1:]
+if args == ["--version"]:
+    print("NVIDIA Nsight Systems version 2022.4.2.1-df9881f"); sys.exit(0)
+if args[:1] in (["profile"], ["export"]) and args[1:] == ["--help"]:
+    print("--env-var --sample --backtrace --cudabacktrace --include-blobs"); sys.exit(0)
+if args[:1] == ["shutdown"]:
+    session = args[1].split("=", 1)[1]
+    os.kill(int(session.rsplit("-", 1)[1]), signal.SIGTERM); sys.exit(0)
+if args[:1] == ["profile"]:
+    command = [a for a in args[1:] if not a.startswith("-") and a not in ("cuda,nvtx,osrt",)]
+    out = args[args.index("-o") + 1]
+    program = command[command.index(next(a for a in command if a.endswith("python") or "python3" in a)):]
+    code = subprocess.run(program).returncode
+    agent = [sys.executable, "-c", "import time\nwhile True: time.sleep(0.05)", "--start-agent",
+             f"--session-name=profile-python3-{os.getpid()}"]
+    # detached like the real agent: started through a parent that exits at once
+    subprocess.run([sys.executable, "-c", "import subprocess, sys; subprocess.Popen(sys.argv[1:], "
+                    "start_new_session=True)", *agent])
+    with open(os.path.join(os.environ["TMPDIR"], "nsys-report-1b2c.qdstrm"), "wb") as raw:
+        raw.write(b"QDSTRM" + b"\0" * 100)  # cut short: the agent never delivered the rest
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    signal.signal(signal.SIGINT, lambda *_: sys.exit(0))
+    while True:
+        time.sleep(1)
+'''
+IMPORTER_FAILS = """#!/bin/sh
+echo 'Qdstrm file is incomplete or invalid. Please ensure that the CLI ran to completion and provide a valid' \\
+  'qdstrm file.'
+exit 1
+"""
+IMPORTER_WORKS = """#!/bin/sh
+cp "REPORT" "${2%.qdstrm}.nsys-rep"
+"""
+
+
+def _executable(path: Path, text: str) -> Path:
+    path.write_text(text)
+    path.chmod(path.stat().st_mode | stat.S_IEXEC)
+    return path
+
+
+@pytest.fixture(autouse=True)
+def no_test_hangs_forever() -> Iterator[None]:
+    """A regression here would hang the suite, not fail it: SIGALRM turns 90 s into a failure."""
+
+    def fail(*_: object) -> None:
+        raise TimeoutError("the capture did not end within 90 s")
+
+    previous = signal.signal(signal.SIGALRM, fail)
+    signal.alarm(90)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.fixture
+def private_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "tmp"
+    folder.mkdir()
+    monkeypatch.setenv("TMPDIR", str(folder))
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    return folder
+
+
+def _capture(tmp_path: Path, importer: str) -> tuple[Path, CaptureOptions, list[str]]:
+    bin_dir = tmp_path / "nsys-bin"
+    bin_dir.mkdir()
+    nsys = _executable(bin_dir / "nsys", STAND_IN.replace("PYTHON", sys.executable))
+    _executable(bin_dir / "QdstrmImporter", importer)
+    script = tmp_path / "job.py"
+    script.write_text("import pathlib\npathlib.Path('ran.txt').write_text('yes')\n")
+    options = CaptureOptions(out_dir=tmp_path / "out", name="job", hang_s=1)
+    options.out_dir.mkdir()
+    return nsys, options, [sys.executable, str(script)]
+
+
+def test_a_hang_with_an_incomplete_capture_says_nothing_was_saved_and_leaves_nothing(
+    tmp_path: Path, private_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    nsys, options, command = _capture(tmp_path, IMPORTER_FAILS)
+    said: list[str] = []
+    started = time.monotonic()
+    with pytest.raises(NsysError, match="nsys hung after the program ended and what it had written was incomplete"):
+        run_capture(describe(nsys), command, options, said.append)
+    assert time.monotonic() - started < 30
+    assert (tmp_path / "ran.txt").read_text() == "yes"
+    assert any("shutting it down" in s for s in said)
+    assert any("could not be imported: Qdstrm file is incomplete" in s for s in said)
+    time.sleep(0.5)
+    assert not [a for a in _all_agents() if "profile-python3-" in a]  # the agent was stopped
+    assert list(private_tmp.iterdir()) == []  # no .qdstrm, no scratch folder left behind
+
+
+def test_a_hang_whose_capture_can_be_imported_is_analysed(
+    tmp_path: Path, private_tmp: Path, cpu_only_export: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    real_report = tmp_path / "real.nsys-rep"
+    shutil.copy(cpu_only_export.with_suffix(".nsys-rep"), real_report)
+    nsys, options, command = _capture(tmp_path, IMPORTER_WORKS.replace("REPORT", str(real_report)))
+    said: list[str] = []
+    result = run_capture(describe(nsys), command, options, said.append)
+    assert result.report == options.base.with_suffix(".nsys-rep") and result.report.is_file()
+    assert result.exit_code == 0
+    assert any("the program's exit code is unknown" in s for s in said)
+    assert list(private_tmp.iterdir()) == []
+
+
+def _all_agents() -> list[str]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                words = (entry / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if b"--start-agent" in words:
+                found.append(b" ".join(words).decode(errors="replace"))
+    return found
+
+
+def test_session_agents_are_found_by_their_nsys_pid() -> None:
+    import subprocess
+
+    agent = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(30)", "--start-agent", "--session-name=profile-python3-424242"]
+    )
+    try:
+        time.sleep(0.3)
+        assert session_agents(424242) == [(agent.pid, "profile-python3-424242")]
+        assert session_agents(42424) == []  # a pid that is only a suffix of the other's
+    finally:
+        agent.kill()
+        agent.wait()
