@@ -33,7 +33,7 @@ test: system-deps $(STAMP) lint
 # The suite again on the lowest versions pyproject.toml declares (uv's lowest-direct resolution), so that
 # the floors are versions that work. The wheel's own test is left to `make test`.
 test-floor: $(STAMP)
-	rm -rf $(FLOOR)
+	rm -rf $(FLOOR) build
 	$(BIN)/uv venv -q --python $(PYTHON) $(FLOOR)
 	$(BIN)/uv pip install -q --python $(FLOOR)/bin/python --resolution lowest-direct '.[test]'
 	$(FLOOR)/bin/python -m pytest -q -p no:cacheprovider --ignore=tests/test_wheel.py

@@ -17,8 +17,13 @@ def main() -> None:
     try:
         sys.stdout.flush()  # now, while a closed pipe can still be told apart from an error
     except BrokenPipeError:  # the reader went away (`nsync analyze ... | head`): nothing left to say
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        drop_stdout()
     sys.exit(code)
+
+
+def drop_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's flush at exit does not fail on a closed pipe."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 if __name__ == "__main__":

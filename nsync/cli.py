@@ -17,6 +17,7 @@ from rich.console import Console
 
 import nsync
 from nsync import EXIT_CODES, AnalysisConfig, NsyncError, UsageError
+from nsync.__main__ import drop_stdout
 from nsync.memory import tune_allocator
 
 app = typer.Typer(
@@ -317,12 +318,6 @@ class StdoutConsole(Console):
         raise typer.Exit(0)
 
 
-def drop_stdout() -> None:
-    """Point stdout at /dev/null, so that the interpreter's flush at exit does not fail on a closed pipe."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-
-
 def _width() -> int | None:
     """Rich's width: the terminal's, or 120 columns when piped (rich would pick 80)."""
     return 120 if not sys.stdout.isatty() and "COLUMNS" not in os.environ else None
@@ -464,9 +459,6 @@ def write_text(path: Path, text: str) -> None:
 ClickException = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
 
 
-COMMANDS = ("analyze", "profile", "diff")
-
-
 def run(argv: list[str]) -> int:
     """Run the command line ``argv``; every error is one line on stderr (``nsync: error: ...``)."""
     tune_allocator()
@@ -481,14 +473,8 @@ def run(argv: list[str]) -> int:
     except ClickException as error:  # bad option or argument: one line, not a box
         message = error.format_message().strip()
         if message:  # (empty when a bare `nsync` printed its help)
-            command = f"nsync {argv[0]}" if argv and argv[0] in COMMANDS else "nsync"
+            commands = {info.name for info in app.registered_commands}
+            command = f"nsync {argv[0]}" if argv and argv[0] in commands else "nsync"
             sys.stderr.write(f"nsync: error: {message} (see '{command} --help')\n")
         return int(getattr(error, "exit_code", 2))
     return code if isinstance(code, int) else 0
-
-
-def main() -> None:
-    """Entry point kept for ``nsync.cli:main`` users; the installed command is ``nsync.__main__:main``."""
-    from nsync.__main__ import main as entry
-
-    entry()

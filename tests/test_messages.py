@@ -32,7 +32,7 @@ def test_a_folder_is_named_as_a_folder(tmp_path: Path) -> None:
     ("args", "fragment"),
     [
         (["analyze", P4, "--top", "0"], "Invalid value for '--top'"),
-        (["analyze", P4, "--no-such-option"], "No such option: --no-such-option"),
+        (["analyze", P4, "--no-such-option"], "No such option"),  # click words it differently over versions
         (["analyze"], "Missing argument"),
         (["frobnicate"], "No such command 'frobnicate'"),
     ],

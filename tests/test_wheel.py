@@ -29,6 +29,7 @@ UV = shutil.which("uv", path=str(Path(sys.executable).parent))
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The ``bin`` folder of a fresh environment holding the freshly built wheel."""
     folder = tmp_path_factory.mktemp("wheel")
+    shutil.rmtree(ROOT / "build", ignore_errors=True)  # no stale build/lib in the wheel
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(folder / "dist"), str(ROOT)],
         check=True,

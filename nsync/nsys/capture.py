@@ -114,13 +114,13 @@ def run_capture(nsys: Nsys, command: Sequence[str], options: CaptureOptions, say
             raise NsysError(f"cannot start {nsys.path}: {err.strerror}") from err
         code, interrupted, hung = _wait(nsys, proc, options, say)
         report = _report(nsys, options, say, Path(scratch))
+    if code < 0 and report is None and not hung:
+        raise NsysError(f"nsys was killed by signal {_signal_name(-code)} before writing a report")
     if report is None and hung:
         raise NsysError(
             "nsys hung after the program ended and what it had written was incomplete: nothing was saved. "
             "The hang is intermittent (nsys 2022.4 with CPU sampling): run again, or capture with --no-cpu-sampling"
         )
-    if code < 0 and report is None:
-        raise NsysError(f"nsys was killed by signal {_signal_name(-code)} before writing a report")
     if report is None:
         raise NsysError(f"nsys exited with code {code} and wrote no report ({options.base}.nsys-rep)")
     if hung:  # nsys's own exit code after a shutdown is not the program's
@@ -130,7 +130,18 @@ def run_capture(nsys: Nsys, command: Sequence[str], options: CaptureOptions, say
 
 
 def _wait(nsys: Nsys, proc: subprocess.Popen[bytes], options: CaptureOptions, say: Say) -> tuple[int, bool, bool]:
-    """Wait for nsys: (its exit code, whether Ctrl-C was pressed, whether it hung and was stopped)."""
+    """Wait for nsys: (its exit code, whether Ctrl-C was pressed, whether it hung and was stopped). Whatever
+    happens, no agent of its session is left running."""
+    try:
+        code, interrupted, hung = _until_exit(nsys, proc, options, say)
+    except KeyboardInterrupt:
+        stop_agents(proc.pid)
+        raise
+    stop_agents(proc.pid)  # nsys is gone: an agent of its session left spinning would be a hung one
+    return code, interrupted, hung
+
+
+def _until_exit(nsys: Nsys, proc: subprocess.Popen[bytes], options: CaptureOptions, say: Say) -> tuple[int, bool, bool]:
     interrupted = False
     watch = HangWatch(proc.pid, options.hang_s)
     while True:
@@ -139,16 +150,13 @@ def _wait(nsys: Nsys, proc: subprocess.Popen[bytes], options: CaptureOptions, sa
         except subprocess.TimeoutExpired:  # noqa: PERF203 -- one poll every POLL_S
             if watch.hung():
                 say(
-                    f"nsys is still running {options.hang_s:.0f} s after the program ended (nsys 2022.4 with CPU "
-                    "sampling hangs so now and then): shutting it down"
+                    f"nsys is still running {options.hang_s:.0f} s after the program ended (nsys 2022.4 with "
+                    "CPU sampling hangs so now and then): shutting it down"
                 )
-                return stop_hung_nsys(nsys, proc), interrupted, True
+                return stop_nsys(nsys, proc), interrupted, True
         except KeyboardInterrupt:
-            if not program_running(proc.pid):  # the program is gone: nothing left to wait for
-                say("interrupted after the program ended: shutting nsys down")
-                return stop_hung_nsys(nsys, proc), True, True
             if interrupted:  # a second Ctrl-C: stop waiting for nsys to finish its report
-                stop_hung_nsys(nsys, proc)
+                stop_nsys(nsys, proc, gently=False)
                 raise
             interrupted = True
             say("interrupted: waiting for nsys to write what it captured (Ctrl-C again to abort)")
@@ -157,25 +165,34 @@ def _wait(nsys: Nsys, proc: subprocess.Popen[bytes], options: CaptureOptions, sa
 STOP_WAIT_S = 20
 
 
-def stop_hung_nsys(nsys: Nsys, proc: subprocess.Popen[bytes]) -> int:
+def stop_nsys(nsys: Nsys, proc: subprocess.Popen[bytes], gently: bool = True) -> int:
     """End a capture whose program has ended: ``nsys shutdown`` of its session (``nsys stop`` is "not
     applicable" and ``nsys cancel`` "not implemented" in that state, seen with 2022.4), then SIGINT, then
-    SIGKILL; and the session's agent, which keeps spinning at 95 % CPU otherwise. Returns nsys's exit code."""
-    agents, code = session_agents(proc.pid), -signal.SIGKILL
-    for session in sorted({name for _pid, name in agents}):
-        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
-            subprocess.run(
-                [str(nsys.path), "shutdown", f"--session={session}"], capture_output=True, timeout=STOP_WAIT_S
-            )
-    for stop in (lambda: None, lambda: proc.send_signal(signal.SIGINT), proc.kill):
+    SIGKILL (``gently=False``: SIGKILL at once). Returns nsys's exit code."""
+    code = -signal.SIGKILL
+    if gently:
+        for session in sorted({name for _pid, name in session_agents(proc.pid)}):
+            with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+                subprocess.run(
+                    [str(nsys.path), "shutdown", f"--session={session}"], capture_output=True, timeout=STOP_WAIT_S
+                )
+    stops = (lambda: None, lambda: proc.send_signal(signal.SIGINT), proc.kill) if gently else (proc.kill,)
+    for stop in stops:
         stop()
         with contextlib.suppress(subprocess.TimeoutExpired):
             code = proc.wait(timeout=STOP_WAIT_S)
             break
-    for pid, _name in agents + session_agents(proc.pid):
+    return code
+
+
+def stop_agents(nsys_pid: int) -> int:
+    """Kill the agents of ``nsys_pid``'s session still running (a hung session's agent spins at 95 % CPU
+    after nsys itself is gone); how many there were."""
+    agents = session_agents(nsys_pid)
+    for pid, _name in agents:
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
-    return code
+    return len(agents)
 
 
 def session_agents(nsys_pid: int) -> list[tuple[int, str]]:
