@@ -105,7 +105,7 @@ def _load(db: ExportDb, say: Progress, keep_api: Callable[[str], bool] | None, w
             "capture": db.capture_meta(),
         }
         api = _attach_backtraces(api_job.result(), twins_job.result(), marks)
-        gpu_ops = ops_job.result()
+        gpu_ops, launched_op = ops_job.result()
     needing_callchains = api.loc[(api["py_stack_id"] < 0) & (api["callchain_id"] >= 0), "callchain_id"]
     trace = Trace(
         path=db.path,
@@ -121,7 +121,7 @@ def _load(db: ExportDb, say: Progress, keep_api: Callable[[str], bool] | None, w
         **small,
     )
     trace.warnings.extend(check_metadata(meta, trace.schema_version))
-    trace.warnings.extend(check_tables_agree(db, api, gpu_ops))
+    trace.warnings.extend(check_tables_agree(db, api, gpu_ops, launched_op))
     trace.warnings.extend(_frame_warnings(db, trace, frameless))
     return trace
 

@@ -13,9 +13,8 @@ import numpy as np
 import pandas as pd
 
 from nsync.errors import TraceError
-from nsync.keys import match_rows
 from nsync.load.db import ExportDb
-from nsync.load.readers import GPU_COMMON_COLUMNS, GPU_OP_TABLES, RUNTIME, global_pid
+from nsync.load.readers import GPU_COMMON_COLUMNS, GPU_OP_TABLES, RUNTIME
 
 # table -> (columns every reader of it needs, what nsync reads from it)
 REQUIRED_COLUMNS: dict[str, tuple[tuple[str, ...], str]] = {
@@ -68,29 +67,22 @@ def check_metadata(meta: dict[str, str], schema_version: str | None) -> list[str
     return []
 
 
-def check_tables_agree(db: ExportDb, api: pd.DataFrame, gpu_ops: pd.DataFrame) -> list[str]:
-    """Cross-check CUDA calls against GPU activity: an error when one side is missing altogether, a
-    warning naming the affected figures when part of it is."""
+def check_tables_agree(db: ExportDb, api: pd.DataFrame, gpu_ops: pd.DataFrame, launched_op: np.ndarray) -> list[str]:
+    """Cross-check CUDA calls against GPU activity (``launched_op``: which calls launched some op, from the
+    loader's join): an error when one side is missing altogether, a warning naming the affected figures
+    when part of it is."""
     if len(gpu_ops) and not db.has(RUNTIME):
         raise TraceError(
             f"{db.path}: GPU activity but no CUDA API table ({RUNTIME}): syncs cannot be found "
             "(a damaged or edited export?)"
         )
     names = api["api"].cat
-    is_launch = np.isin(
-        names.codes.to_numpy(), [k for k, c in enumerate(names.categories) if str(c).startswith(KERNEL_LAUNCH_PREFIXES)]
-    )
+    launch_codes = [k for k, name in enumerate(names.categories) if str(name).startswith(KERNEL_LAUNCH_PREFIXES)]
+    is_launch = np.isin(names.codes.to_numpy(), launch_codes)
     launches = int(is_launch.sum())
-    kernels = gpu_ops["op"].to_numpy() == "kernel"
     warnings = []
     if launches >= MIN_CALLS:
-        row = match_rows(
-            global_pid(api["global_tid"].to_numpy()[is_launch]),
-            api["correlation_id"].to_numpy()[is_launch],
-            gpu_ops["global_pid"].to_numpy()[kernels],
-            gpu_ops["correlation_id"].to_numpy()[kernels],
-        )
-        unmatched = int((row < 0).sum())
+        unmatched = int((is_launch & ~launched_op).sum())
         if unmatched == launches:
             raise TraceError(
                 f"{db.path}: {launches} kernel launches but no GPU activity for any of them (is "

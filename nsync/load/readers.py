@@ -157,17 +157,20 @@ def gpu_ops_table(stacked: tuple[dict[str, np.ndarray], list[int]], strings: Str
     return ops
 
 
-def with_launches(ops: dict[str, np.ndarray], api: pd.DataFrame) -> pd.DataFrame:
+def with_launches(ops: dict[str, np.ndarray], api: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
     """The GPU ops joined to the calls that launched them (same process and correlationId): launch_start,
-    launch_end and launch_tid. An op whose call was not traced (nsys skips some APIs) gets its GPU start
-    as launch time: it cannot have been launched later than that."""
+    launch_end and launch_tid; and which calls launched some op (a mask over ``api``, for the loader's
+    cross-check). An op whose call was not traced (nsys skips some APIs) gets its GPU start as launch time:
+    it cannot have been launched later than that."""
     row = match_rows(
         ops["global_pid"], ops["correlation_id"], global_pid(api["global_tid"]), api["correlation_id"].to_numpy()
     )
     ops["launch_start"] = take_matched(api["start"].to_numpy(), row, ops["start"])
     ops["launch_end"] = take_matched(api["end"].to_numpy(), row, ops["start"])
     ops["launch_tid"] = take_matched(api["global_tid"].to_numpy(), row)
-    return pd.DataFrame(ops, copy=False)
+    launched_op = np.zeros(len(api), bool)
+    launched_op[row[row >= 0]] = True
+    return pd.DataFrame(ops, copy=False), launched_op
 
 
 def read_busy_extra(db: ExportDb, strings: StringTable) -> pd.DataFrame:
