@@ -223,29 +223,13 @@ def steps_figure(analysis: Analysis) -> go.Figure | None:
     fig = go.Figure()
     host = "step on the host" + (" (NVTX range)" if analysis.steps.source.startswith("nvtx") else "")
     fig.add_trace(go.Bar(x=number, y=stats["duration_ns"] / MS, name=host, marker={"color": "#9ecae9"}))
-    fig.add_trace(
-        go.Scatter(
-            x=number,
-            y=stats["gpu_duration_ns"] / MS,
-            name="step on the GPU",
-            mode="lines",
-            line={"color": "#222222", "width": 1.5},
-        )
+    lines = (  # (column, name, mode, line style)
+        ("gpu_duration_ns", "step on the GPU", "lines", {"color": "#222222", "width": 1.5}),
+        ("gpu_idle_ns", "GPU idle", "lines+markers", {"color": "#4c78a8"}),
+        ("exposed_idle_ns", "exposed idle after syncs", "lines+markers", {"color": EXPOSED_COLOUR}),
     )
-    fig.add_trace(
-        go.Scatter(
-            x=number, y=stats["gpu_idle_ns"] / MS, name="GPU idle", mode="lines+markers", line={"color": "#4c78a8"}
-        )
-    )
-    fig.add_trace(
-        go.Scatter(
-            x=number,
-            y=stats["exposed_idle_ns"] / MS,
-            name="exposed idle after syncs",
-            mode="lines+markers",
-            line={"color": EXPOSED_COLOUR},
-        )
-    )
+    for column, name, mode, line in lines:
+        fig.add_trace(go.Scatter(x=number, y=stats[column] / MS, name=name, mode=mode, line=line))
     fig.update_layout(
         height=300,
         template="plotly_white",

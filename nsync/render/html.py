@@ -15,7 +15,7 @@ import plotly.offline
 from nsync import __version__
 from nsync.errors import NsyncError
 from nsync.render.figures import median_step_window, steps_figure, timeline_figure
-from nsync.render.json import analysis_to_dict
+from nsync.render.json import analysis_to_dict, fixed
 
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
@@ -73,10 +73,6 @@ def source_context(file: str, line: int, search: list[Path]) -> list[dict[str, A
     ]
 
 
-def _ms(value: float | None, digits: int = 3) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
-
-
 def _figure_html(fig: Any, div_id: str) -> str:
     if fig is None:
         return ""
@@ -93,11 +89,11 @@ def render_html(analysis: Analysis, top: int = 50, source_dirs: list[Path] | Non
     for site in data["callsites"]:
         site["source"] = source_context(site["file"], site["line"], search)
         site["where"] = f"{Path(site['file']).name}:{site['line']}"
-        site["saving_text"] = _ms(site["predicted_saving_ms_per_step"])
-        site["exposed_text"] = _ms(site["exposed_idle_ms_per_step" if per_step else "exposed_idle_ms"])
-        site["wait_text"] = _ms(site["host_wait_ms_per_step" if per_step else "host_wait_ms"])
-        site["lead_text"] = _ms(site["lead_before_ms_mean"])
-        site["syncs_per_step_text"] = _ms(site["syncs_per_step"], 2)
+        site["saving_text"] = fixed(site["predicted_saving_ms_per_step"])
+        site["exposed_text"] = fixed(site["exposed_idle_ms_per_step" if per_step else "exposed_idle_ms"])
+        site["wait_text"] = fixed(site["host_wait_ms_per_step" if per_step else "host_wait_ms"])
+        site["lead_text"] = fixed(site["lead_before_ms_mean"])
+        site["syncs_per_step_text"] = fixed(site["syncs_per_step"], 2)
     headline = {
         "step_ms": steps["median_ms"],
         "gpu_step_ms": steps["gpu_median_ms"],

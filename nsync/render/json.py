@@ -19,6 +19,11 @@ def ns_to_ms(value_ns: float | None) -> float | None:
     return round(float(value_ns) / NS_PER_MS, 6)
 
 
+def fixed(value: float | None, digits: int = 3) -> str:
+    """A figure as text for the human-facing renderers: fixed decimals, '-' where there is none."""
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
 def _num(value: float) -> float | None:
     return None if value is None or math.isnan(float(value)) else round(float(value), 4)
 

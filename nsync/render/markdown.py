@@ -6,7 +6,7 @@ import html
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nsync.render.json import analysis_to_dict
+from nsync.render.json import analysis_to_dict, fixed
 
 if TYPE_CHECKING:
     from nsync.analysis import Analysis
@@ -22,10 +22,6 @@ def code_span(value: object) -> str:
     return "`" + str(value).replace("`", "'").replace("|", "\\|").replace("\n", " ") + "`"
 
 
-def _ms(value: float | None) -> str:
-    return "-" if value is None else f"{value:.3f}"
-
-
 def render_markdown(analysis: Analysis, top: int = 10) -> str:
     data: dict[str, Any] = analysis_to_dict(analysis, top)
     steps, totals = data["steps"], data["totals"]
@@ -33,7 +29,7 @@ def render_markdown(analysis: Analysis, top: int = 10) -> str:
     version = data["trace"]["nsys_version"]
     facts = [cell(", ".join(data["trace"]["gpus"]) or "no GPU"), f"nsys {cell(version)}" if version else "nsys ?"]
     if steps["count"]:
-        facts.append(f"{steps['count']} steps, median {_ms(steps['median_ms'])} ms")
+        facts.append(f"{steps['count']} steps, median {fixed(steps['median_ms'])} ms")
         per = steps["count"]
         facts.append(
             f"GPU idle {totals['gpu_idle_ms'] / per:.3f} ms/step, "
@@ -41,7 +37,7 @@ def render_markdown(analysis: Analysis, top: int = 10) -> str:
         )
     else:
         facts.append(
-            f"GPU idle {_ms(totals['gpu_idle_ms'])} ms, **{_ms(totals['exposed_idle_ms'])} ms exposed after syncs**"
+            f"GPU idle {fixed(totals['gpu_idle_ms'])} ms, **{fixed(totals['exposed_idle_ms'])} ms exposed after syncs**"
         )
     lines += [" · ".join(facts), ""]
     if data["callsites"]:
@@ -56,8 +52,8 @@ def render_markdown(analysis: Analysis, top: int = 10) -> str:
             per_step = "-" if site["syncs_per_step"] is None else f"{site['syncs_per_step']:.2f}"
             where = f"{Path(site['file']).name}:{site['line']}"
             lines.append(
-                f"| {rank} | {code_span(where)} | {cell(site['function'])} | {per_step} | {_ms(exposed)} | "
-                f"{_ms(wait)} | {cell(site['short_hint'])} |"
+                f"| {rank} | {code_span(where)} | {cell(site['function'])} | {per_step} | {fixed(exposed)} | "
+                f"{fixed(wait)} | {cell(site['short_hint'])} |"
             )
         more = len(analysis.callsites) - len(data["callsites"])
         if more > 0:

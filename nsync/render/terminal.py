@@ -8,14 +8,10 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from nsync.render.json import analysis_to_dict
+from nsync.render.json import analysis_to_dict, fixed
 
 if TYPE_CHECKING:
     from nsync.analysis import Analysis
-
-
-def _fmt(value: float | None, digits: int = 3) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
 
 
 def summary(analysis: Analysis, top: int = 10, width: int = 120) -> Group:
@@ -32,7 +28,7 @@ def summary(analysis: Analysis, top: int = 10, width: int = 120) -> Group:
     elif steps["count"]:
         facts.append(
             f"{steps['count']} steps ({steps['source']}, {steps['warmup_skipped']} warm-up skipped), "
-            f"median {_fmt(steps['median_ms'])} ms (on the GPU {_fmt(steps['gpu_median_ms'])} ms)"
+            f"median {fixed(steps['median_ms'])} ms (on the GPU {fixed(steps['gpu_median_ms'])} ms)"
         )
     else:
         facts.append("no steps found: figures cover the whole trace")
@@ -40,11 +36,11 @@ def summary(analysis: Analysis, top: int = 10, width: int = 120) -> Group:
     if analysis.status != "ok":
         return Group(head, *(Text(f"note: {w}", style="yellow") for w in data["warnings"]))
     span, gpus = totals["span_ms"] or 0.0, totals["gpu_count"]
-    of = f"{gpus} GPUs x {_fmt(span, 1)} ms" if gpus > 1 else f"{_fmt(span, 1)} ms"
+    of = f"{gpus} GPUs x {fixed(span, 1)} ms" if gpus > 1 else f"{fixed(span, 1)} ms"
     idle_share = f" ({totals['gpu_idle_pct']:.1f}% of {of})" if totals["gpu_idle_pct"] is not None else ""
     head.append(
-        f"GPU idle {_fmt(totals['gpu_idle_ms'], 2)} ms{idle_share}; exposed idle after syncs "
-        f"{_fmt(totals['exposed_idle_ms'], 2)} ms; host wait {_fmt(totals['host_wait_ms'], 2)} ms; "
+        f"GPU idle {fixed(totals['gpu_idle_ms'], 2)} ms{idle_share}; exposed idle after syncs "
+        f"{fixed(totals['exposed_idle_ms'], 2)} ms; host wait {fixed(totals['host_wait_ms'], 2)} ms; "
         f"{totals['sync_count']} syncs at {len(analysis.callsites)} call site"
         f"{'' if len(analysis.callsites) == 1 else 's'}\n"
     )
@@ -55,9 +51,9 @@ def summary(analysis: Analysis, top: int = 10, width: int = 120) -> Group:
         if what_if and what_if["replayed_step_ms"] is not None:
             parts.append(
                 Text(
-                    f"what if: step {_fmt(what_if['replayed_step_ms'])} ms replayed as captured, "
-                    f"{_fmt(what_if['unprofiled_step_ms'])} ms without the profiler, "
-                    f"{_fmt(what_if['predicted_step_ms_without_syncs'])} ms without any sync ({what_if['note']})"
+                    f"what if: step {fixed(what_if['replayed_step_ms'])} ms replayed as captured, "
+                    f"{fixed(what_if['unprofiled_step_ms'])} ms without the profiler, "
+                    f"{fixed(what_if['predicted_step_ms_without_syncs'])} ms without any sync ({what_if['note']})"
                 )
             )
         top_site = data["callsites"][0]
@@ -91,13 +87,13 @@ def _cells(rank: int, site: dict[str, object], per_step: bool) -> dict[str, str]
     return {
         "rank": str(rank),
         "where": f"{str(site['file']).rsplit('/', 1)[-1]}:{site['line']}",
-        "saving": _fmt(site["predicted_saving_ms_per_step"]),  # type: ignore[arg-type]
-        "exposed": _fmt(site["exposed_idle_ms_per_step" if per_step else "exposed_idle_ms"]),  # type: ignore[arg-type]
+        "saving": fixed(site["predicted_saving_ms_per_step"]),  # type: ignore[arg-type]
+        "exposed": fixed(site["exposed_idle_ms_per_step" if per_step else "exposed_idle_ms"]),  # type: ignore[arg-type]
         "function": str(site["function"]),
-        "per_step": _fmt(site["syncs_per_step"], 2),  # type: ignore[arg-type]
+        "per_step": fixed(site["syncs_per_step"], 2),  # type: ignore[arg-type]
         "hint": str(site["short_hint"]),
-        "wait": _fmt(site["host_wait_ms_per_step" if per_step else "host_wait_ms"]),  # type: ignore[arg-type]
-        "lead": _fmt(site["lead_before_ms_mean"]),  # type: ignore[arg-type]
+        "wait": fixed(site["host_wait_ms_per_step" if per_step else "host_wait_ms"]),  # type: ignore[arg-type]
+        "lead": fixed(site["lead_before_ms_mean"]),  # type: ignore[arg-type]
         "count": str(site["count"]),
     }
 
