@@ -22,7 +22,6 @@ from nsync.load import Stack, Trace, load_trace
 from nsync.memory import release_freed_memory
 from nsync.replay import WhatIf, what_if
 from nsync.steps import Steps, find_steps, gpu_step_times, launched_in_steps
-from nsync.timeline import BusyUnion
 
 SCHEMA = "nsync.analysis/1"
 # one row per analysed step
@@ -104,9 +103,11 @@ def analyze(
     else:
         callsites = _with_savings(callsites, predicted)
     say("summarising")
-    step_stats = _step_stats(steps, in_window, busy, gpu_step_ns)
+    starts, ends = _analysed_intervals(steps, window)
+    idle_by_gpu = {key: union.idle_between(starts, ends) for key, union in busy.items()}  # each GPU, each interval
+    step_stats = _step_stats(steps, in_window, idle_by_gpu, gpu_step_ns)
     gpu_names = _gpu_names(trace, ops)
-    totals = _totals(in_window, busy, window, steps, gpu_names)
+    totals = _totals(in_window, idle_by_gpu, int((ends - starts).sum()), gpu_names)
     totals["syncs_outside_window"] = outside = int((~inside).sum())
     if outside:
         where = (
@@ -217,7 +218,7 @@ def _empty(trace: Trace, config: AnalysisConfig, reason: str) -> Analysis:
         syncs=pd.DataFrame(),
         callsites=rank_callsites(pd.DataFrame(), [], 0),
         stacks=[],
-        totals=_totals(pd.DataFrame(), {}, (0, 0)),
+        totals=_totals(pd.DataFrame(), {}, 0),
         warnings=[*trace.warnings, reason],
         status="no-cuda" if not trace.has_cuda else "no-gpu-work",
     )
@@ -231,28 +232,29 @@ def _window(steps: Steps, ops: pd.DataFrame) -> tuple[int, int]:
     return int(min(ops["start"].min(), ops["launch_start"].min())), int(ops["end"].max())
 
 
+def _analysed_intervals(steps: Steps, window: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    """Starts and ends of what the figures cover: the analysed steps, or the window when there are none."""
+    analysed = steps.analysed
+    if len(analysed):
+        return analysed["start"].to_numpy(np.int64), analysed["end"].to_numpy(np.int64)
+    return np.array([window[0]], np.int64), np.array([window[1]], np.int64)
+
+
 def _totals(
     syncs: pd.DataFrame,
-    busy: dict[tuple[int, int], BusyUnion],
-    window: tuple[int, int],
-    steps: Steps | None = None,
+    idle_by_gpu: dict[tuple[int, int], np.ndarray],
+    span_ns: int,
     gpu_names: dict[int, str] | None = None,
 ) -> dict[str, Any]:
-    """Sums over the analysed steps (or over the window when there are none). Each GPU is idle or busy
+    """Sums over the analysed intervals (``idle_by_gpu``: each GPU's idle in each). Each GPU is idle or busy
     over the whole span, so idle + busy = span x GPUs, and each GPU's idle is given on its own."""
-    analysed = steps.analysed if steps is not None else pd.DataFrame()
-    if len(analysed):
-        starts, ends = analysed["start"].to_numpy(np.int64), analysed["end"].to_numpy(np.int64)
-    else:
-        starts, ends = np.array([window[0]], np.int64), np.array([window[1]], np.int64)
-    span = int((ends - starts).sum())
-    idle_per_gpu = {key: int(union.idle_between(starts, ends).sum()) for key, union in busy.items()}
+    idle_per_gpu = {key: int(idle.sum()) for key, idle in idle_by_gpu.items()}
     gpu_idle = sum(idle_per_gpu.values())
     return {
-        "span_ns": span,
-        "gpu_count": len(busy),
+        "span_ns": span_ns,
+        "gpu_count": len(idle_by_gpu),
         "gpu_idle_ns": gpu_idle,
-        "gpu_busy_ns": len(busy) * span - gpu_idle,
+        "gpu_busy_ns": len(idle_by_gpu) * span_ns - gpu_idle,
         "per_gpu": [
             {"device_id": device, "name": (gpu_names or {}).get(device, f"GPU {device}"), "idle_ns": idle}
             for (_pid, device), idle in idle_per_gpu.items()
@@ -271,13 +273,14 @@ def _ops_in_steps(steps: Steps, ops: pd.DataFrame) -> tuple[tuple[np.ndarray, np
 
 
 def _step_stats(
-    steps: Steps, syncs: pd.DataFrame, busy: dict[tuple[int, int], BusyUnion], gpu_step_ns: np.ndarray
+    steps: Steps, syncs: pd.DataFrame, idle_by_gpu: dict[tuple[int, int], np.ndarray], gpu_step_ns: np.ndarray
 ) -> pd.DataFrame:
+    """One row per analysed step; ``idle_by_gpu`` holds each GPU's idle in each of them (when there are any)."""
     table = steps.analysed.reset_index(drop=True)
     starts, ends = table["start"].to_numpy(np.int64), table["end"].to_numpy(np.int64)
     gpu_idle = np.zeros(len(table), np.int64)
-    for union in busy.values():
-        gpu_idle += union.idle_between(starts, ends)
+    for idle in idle_by_gpu.values() if len(table) else ():
+        gpu_idle += idle
     in_step = syncs.loc[syncs["step"] >= 0]
     exposed = np.bincount(in_step["step"], weights=in_step["exposed_idle_ns"], minlength=len(table))
     count = np.bincount(in_step["step"], minlength=len(table))
