@@ -22,6 +22,7 @@ import pytest
 from nsync.errors import NsysError
 from nsync.nsys.capture import CaptureOptions, run_capture, session_agents
 from nsync.nsys.locate import describe
+from tests.conftest import _nsys_agents
 
 STAND_IN = r'''#!PYTHON
 """nsys 2022.4 as it hangs: see tests/test_nsys_hang.py."""
@@ -108,7 +109,7 @@ def test_a_hang_with_an_incomplete_capture_says_nothing_was_saved_and_leaves_not
     monkeypatch.chdir(tmp_path)
     nsys, options, command = _capture(tmp_path, IMPORTER_FAILS)
     said: list[str] = []
-    started = time.monotonic()
+    started, agents_before = time.monotonic(), _nsys_agents()
     with pytest.raises(NsysError, match="nsys hung after the program ended and what it had written was incomplete"):
         run_capture(describe(nsys), command, options, said.append)
     assert time.monotonic() - started < 30
@@ -116,7 +117,7 @@ def test_a_hang_with_an_incomplete_capture_says_nothing_was_saved_and_leaves_not
     assert any("shutting it down" in s for s in said)
     assert any("could not be imported: Qdstrm file is incomplete" in s for s in said)
     time.sleep(0.5)
-    assert not [a for a in _all_agents() if "profile-python3-" in a]  # the agent was stopped
+    assert _nsys_agents() - agents_before == set()  # the agent was stopped
     assert list(private_tmp.iterdir()) == []  # no .qdstrm, no scratch folder left behind
 
 
@@ -133,19 +134,6 @@ def test_a_hang_whose_capture_can_be_imported_is_analysed(
     assert result.exit_code == 0
     assert any("the program's exit code is unknown" in s for s in said)
     assert list(private_tmp.iterdir()) == []
-
-
-def _all_agents() -> list[str]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                words = (entry / "cmdline").read_bytes().split(b"\0")
-            except OSError:
-                continue
-            if b"--start-agent" in words:
-                found.append(b" ".join(words).decode(errors="replace"))
-    return found
 
 
 def test_session_agents_are_found_by_their_nsys_pid() -> None:
