@@ -204,6 +204,13 @@ def profile_command(
     cpu_sampling: Annotated[
         bool, typer.Option(help="CPU sampling, which CUDA and Python backtraces need; off: a lighter capture.")
     ] = True,
+    step_marks: Annotated[
+        bool,
+        typer.Option(
+            help="Mark each optimizer step with an NVTX range (PyTorch's global optimizer hooks, loaded through "
+            "PYTHONPATH; the program is not edited), so steps are found exactly."
+        ),
+    ] = True,
     nsys_arg: Annotated[
         list[str] | None, typer.Option(help="Extra flag for 'nsys profile' (repeatable).", metavar="FLAG")
     ] = None,
@@ -235,6 +242,7 @@ def profile_command(
         cpu_sampling=cpu_sampling,
         nsys_args=tuple(nsys_arg or ()),
         keep_report=keep_report,
+        step_marks=step_marks,
     )
     config = AnalysisConfig(step_range=step_range, warmup_steps=warmup_steps)
     result = profile(command, options, config, nsys_path, say=lambda msg: err.print(f"nsync: {msg}", markup=False))

@@ -10,6 +10,7 @@ class AnalysisConfig:
     """Knobs of the model. Defaults suit eager PyTorch training and inference loops.
 
     - ``step_range``: NVTX range name that marks one step (``None``: pick automatically).
+    - ``step_kernel``: a kernel launched once per step: steps run from one launch to the next.
     - ``warmup_steps``: leading steps left out of per-step figures (``None``: 1 when there are at
       least 4 steps, else 0).
     - ``lead_fraction`` / ``lead_floor_ns``: a thread has rebuilt its lead once the lead is back above
@@ -24,6 +25,7 @@ class AnalysisConfig:
     """
 
     step_range: str | None = None
+    step_kernel: str | None = None
     warmup_steps: int | None = None
     lead_fraction: float = 0.5
     lead_floor_ns: int = 30_000

@@ -1,4 +1,12 @@
-"""Find the program's steps: from NVTX ranges when it has them, else from the kernel pattern."""
+"""Find the main loop's steps, and only those.
+
+Where they come from, first found first: the NVTX range the user names (``step_range``) or the kernel
+(``step_kernel``); the program's own NVTX step ranges (``ProfilerStep#N``, ``train_step``...); the marks
+``nsync profile`` puts around each optimizer step (a step runs from one optimizer step's end to the next);
+else the period of the launched-kernel sequence (in eager mode one iteration launches the same kernels in
+the same order as the next). Steps much longer than the median (an evaluation loop, a checkpoint between
+two steps) are set aside, and a found pattern that covers little of the GPU's work is not taken for steps.
+"""
 
 from __future__ import annotations
 
@@ -11,21 +19,29 @@ import pandas as pd
 from nsync.config import AnalysisConfig
 from nsync.errors import UsageError
 from nsync.load import Trace
+from nsync.nsys.inject import STEP_MARK
 
 _DIGITS = re.compile(r"\d+")
 _STEP_EXACT = re.compile(r"^(profilerstep#?n|(train[_ ]?)?step[_ #]?n?|iter(ation)?[_ #]?n?|batch[_ #]?n?)$", re.I)
-_STEP_LIKE = re.compile(r"(step|iter|batch)", re.I)
-MIN_STEPS = 2
-REGULAR_CV = 0.3  # coefficient of variation under which a kernel's launches count as periodic
+# a word, not a part of one: "IterDomain" or "batchnorm" is no step
+_STEP_LIKE = re.compile(r"(?<![a-z])(step|iter|iteration|batch)(?![a-z])", re.I)
+MIN_STEPS = 3
+PERIOD_TOLERANCE = 0.05  # an interval between launches of the step kernel is regular within this share
+LONG_STEP = 3.0  # a step this many times the median length is set aside (evaluation, checkpoint...)
+MIN_COVERAGE = 0.3  # share of the GPU's busy time that found steps must launch, else they are no steps
+EMPTY_TABLE_COLUMNS = ("start", "end", "name")
 
 
 @dataclass(frozen=True)
 class Steps:
-    """All steps in time order (start, end, name); the first ``warmup`` are left out of per-step figures."""
+    """The main loop's steps in time order (start, end, name); the first ``warmup`` are left out of per-step
+    figures. ``source``: ``nvtx:NAME``, ``marks`` (nsync profile's optimizer-step marks), ``kernel:NAME``
+    (the step kernel's launches), or ``none``."""
 
     table: pd.DataFrame
     source: str
     warmup: int
+    set_aside: int = 0  # intervals inside the loop left out: much longer than a step
 
     @property
     def analysed(self) -> pd.DataFrame:
@@ -89,10 +105,17 @@ def normalise_range_name(name: str) -> str:
     return _DIGITS.sub("N", name)
 
 
+def empty_steps_table() -> pd.DataFrame:
+    return pd.DataFrame(
+        {"start": pd.Series(dtype=np.int64), "end": pd.Series(dtype=np.int64), "name": pd.Series(dtype=object)}
+    )
+
+
 def find_steps(trace: Trace, ops: pd.DataFrame, config: AnalysisConfig) -> Steps:
-    table, source = _nvtx_steps(trace.nvtx_ranges, config.step_range)
+    table, source = _chosen_steps(trace, ops, config)
     if table is None:
-        table, source = _detected_steps(ops)
+        table, source = _found_steps(trace, ops)
+    table, set_aside = _regular(table)
     if config.warmup_steps is not None:
         if len(table) and config.warmup_steps >= len(table):
             raise UsageError(
@@ -102,26 +125,68 @@ def find_steps(trace: Trace, ops: pd.DataFrame, config: AnalysisConfig) -> Steps
         warmup = max(config.warmup_steps, 0)
     else:
         warmup = 1 if len(table) >= 4 else 0
-    return Steps(table=table.reset_index(drop=True), source=source, warmup=warmup)
+    return Steps(table=table.reset_index(drop=True), source=source, warmup=warmup, set_aside=set_aside)
 
 
-def _nvtx_steps(ranges: pd.DataFrame, wanted: str | None) -> tuple[pd.DataFrame | None, str]:
+def _chosen_steps(trace: Trace, ops: pd.DataFrame, config: AnalysisConfig) -> tuple[pd.DataFrame | None, str]:
+    """The steps the user named (an NVTX range, a kernel), taken as they are."""
+    if config.step_kernel is not None:
+        return _kernel_steps(ops, config.step_kernel), f"kernel:{config.step_kernel}"
+    if config.step_range is None:
+        return None, "none"
+    ranges = trace.nvtx_ranges
+    names = ranges["name"].astype(str)
+    wanted = config.step_range
+    chosen = (names == wanted) | (names.map(normalise_range_name) == normalise_range_name(wanted))
+    if not chosen.any():
+        available = ", ".join(sorted(set(names.map(normalise_range_name)))[:8]) or "none"
+        raise UsageError(f"no NVTX range named {wanted!r} in this trace (ranges: {available})")
+    if wanted == STEP_MARK:
+        return _between_marks(ranges.loc[chosen]), "marks"
+    return _one_thread(ranges.loc[chosen]), f"nvtx:{wanted}"
+
+
+def _found_steps(trace: Trace, ops: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """The first of: the program's own NVTX step ranges, nsync's marks, the kernel period. A range whose
+    name only holds a step-like word, or a kernel period, must launch enough of the GPU's work."""
+    ranges = trace.nvtx_ranges
     names = ranges["name"].astype(str)
     normalised = names.map(normalise_range_name)
-    if wanted is not None:
-        chosen = (names == wanted) | (normalised == normalise_range_name(wanted))
-        if not chosen.any():
-            available = ", ".join(sorted(set(normalised))[:8]) or "none"
-            raise UsageError(f"no NVTX range named {wanted!r} in this trace (ranges: {available})")
-        return _one_thread(ranges.loc[chosen]), f"nvtx:{wanted}"
-    counts = normalised.value_counts()
+    counts = normalised.loc[names != STEP_MARK].value_counts()
     counts = counts[counts >= MIN_STEPS]
-    for pattern in (_STEP_EXACT, _STEP_LIKE):
-        candidates = [name for name in counts.index if pattern.search(name)]
-        if candidates:
-            best = max(candidates, key=lambda n: (counts[n], n))
-            return _one_thread(ranges.loc[normalised == best]), f"nvtx:{best}"
-    return None, "none"
+    candidates: list[tuple[pd.DataFrame, str, bool]] = []  # (steps, source, whether they must cover enough)
+    for pattern, loose in ((_STEP_EXACT, False), (_STEP_LIKE, True)):
+        matching = [name for name in counts.index if pattern.search(name)]
+        if matching:
+            best = max(matching, key=lambda n: (counts[n], n))
+            candidates.append((_one_thread(ranges.loc[normalised == best]), f"nvtx:{best}", loose))
+            break
+    if (names == STEP_MARK).sum() > MIN_STEPS:
+        candidates.append((_between_marks(ranges.loc[names == STEP_MARK]), "marks", False))
+    for table, source, loose in candidates:
+        if len(table) >= MIN_STEPS and (not loose or _coverage(table, ops) >= MIN_COVERAGE):
+            return table, source
+    found = _kernel_period_steps(ops)
+    if found is not None and len(found[0]) >= MIN_STEPS and _coverage(found[0], ops) >= MIN_COVERAGE:
+        return found
+    return empty_steps_table(), "none"
+
+
+def _coverage(table: pd.DataFrame, ops: pd.DataFrame) -> float:
+    """Share of the GPU's busy time (summed over ops) launched inside the steps."""
+    duration = (ops["end"] - ops["start"]).to_numpy(np.int64)
+    inside = step_containing(table.sort_values("start"), ops["launch_start"].to_numpy(np.int64)) >= 0
+    total = duration.sum()
+    return float(duration[inside].sum() / total) if total > 0 else 0.0
+
+
+def _regular(table: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """The steps without those much longer than the median (robust to a few such), and how many those were."""
+    if len(table) < MIN_STEPS:
+        return table, 0
+    length = (table["end"] - table["start"]).to_numpy(np.int64)
+    regular = length <= LONG_STEP * np.median(length)
+    return table.loc[regular], int((~regular).sum())
 
 
 def _one_thread(ranges: pd.DataFrame) -> pd.DataFrame:
@@ -134,35 +199,70 @@ def _one_thread(ranges: pd.DataFrame) -> pd.DataFrame:
     return own.loc[top_level, ["start", "end", "name"]].reset_index(drop=True)
 
 
-def _detected_steps(ops: pd.DataFrame) -> tuple[pd.DataFrame, str]:
-    """Steps between successive launches of the kernel that recurs most regularly.
+def _between_marks(marks: pd.DataFrame) -> pd.DataFrame:
+    """Steps from one optimizer step's end to the next (the first step, before any mark, is unknown)."""
+    ends = _one_thread(marks)["end"].to_numpy(np.int64)
+    return pd.DataFrame({"start": ends[:-1], "end": ends[1:], "name": "step (optimizer step marks)"})
 
-    Among kernels whose launch intervals vary little (coefficient of variation below REGULAR_CV), the
-    step kernel is one with the most common count (one launch per step), launched earliest.
-    """
-    empty = pd.DataFrame(
-        {"start": pd.Series(dtype=np.int64), "end": pd.Series(dtype=np.int64), "name": pd.Series(dtype=object)}
-    )
+
+def _launched_kernels(ops: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Launch times and name codes of the kernels launched from the host, in launch order (all threads: in
+    PyTorch the backward pass is launched by autograd's own thread), and the names the codes stand for."""
     kernels = ops.loc[(ops["op"] == "kernel") & (ops["launch_tid"] >= 0), ["name", "launch_start"]]
-    if kernels.empty:
-        return empty, "none"
-    kernels = kernels.sort_values("launch_start")
-    grouped = kernels.groupby("name", observed=True)["launch_start"]
-    gaps = kernels["launch_start"] - grouped.shift(1)
-    stats = pd.DataFrame(
-        {
-            "count": grouped.size(),
-            "first": grouped.min(),
-            "gap_mean": gaps.groupby(kernels["name"], observed=True).mean(),
-            "gap_std": gaps.groupby(kernels["name"], observed=True).std(),
-        }
-    )
-    stats = stats.loc[(stats["count"] >= MIN_STEPS + 1) & (stats["gap_mean"] > 0)]
-    regular = stats.loc[stats["gap_std"].fillna(0) / stats["gap_mean"] < REGULAR_CV]
-    if regular.empty:
-        return empty, "none"
-    usual_count = regular["count"].mode().max()
-    name = regular.loc[regular["count"] == usual_count].sort_values("first").index[0]
-    bounds = kernels.loc[kernels["name"] == name, "launch_start"].to_numpy(np.int64)
-    table = pd.DataFrame({"start": bounds[:-1], "end": bounds[1:], "name": f"step (detected: {name})"})
-    return table, "detected"
+    launch = kernels["launch_start"].to_numpy(np.int64)
+    codes, names = pd.factorize(kernels["name"].to_numpy(dtype=object))
+    order = np.argsort(launch, kind="stable")
+    return launch[order], codes[order].astype(np.int64), [str(n) for n in names]
+
+
+def _kernel_steps(ops: pd.DataFrame, name: str) -> pd.DataFrame:
+    launch, codes, names = _launched_kernels(ops)
+    if name not in names:
+        known = ", ".join(sorted(names)[:5]) or "none"
+        raise UsageError(f"no kernel named {name!r} is launched in this trace (some that are: {known})")
+    bounds = launch[codes == names.index(name)]
+    return pd.DataFrame({"start": bounds[:-1], "end": bounds[1:], "name": f"step (kernel: {name})"})
+
+
+def _kernel_period_steps(ops: pd.DataFrame) -> tuple[pd.DataFrame, str] | None:
+    """Steps from the period of the launched-kernel sequence.
+
+    For each kernel, the gaps (in launches) between its successive launches; its period is the commonest
+    gap, and the launches it covers are the sum of the gaps equal to it (within PERIOD_TOLERANCE where no
+    kernel repeats exactly over enough of the trace: a loop whose launches vary with the data). The
+    step kernel covers most (a kernel launched once per step covers the whole loop; one launched in every
+    layer, a layer); among kernels that cover as much, the shortest period, then the kernel whose regular
+    launches start earliest (the first kernel of a step). Its regular intervals are the steps; start-up,
+    evaluation loops and teardown launch other sequences and fall outside them.
+    """
+    launch, codes, names = _launched_kernels(ops)
+    n = len(codes)
+    if n < 2 * (MIN_STEPS + 1):
+        return None
+    by_code = np.argsort(codes, kind="stable")  # each kernel's launches, in order
+    grouped_code = codes[by_code]
+    same = grouped_code[1:] == grouped_code[:-1]
+    gap_code, gap, gap_at = grouped_code[1:][same], np.diff(by_code)[same], by_code[:-1][same]
+    if not len(gap):
+        return None
+    pairs = pd.DataFrame({"code": gap_code, "gap": gap}).value_counts(sort=False).reset_index(name="count")
+    modal = pairs.sort_values(["code", "count", "gap"], ascending=[True, False, True]).drop_duplicates("code")
+    period = np.zeros(len(names), np.int64)
+    period[modal["code"].to_numpy()] = modal["gap"].to_numpy()
+    own_period = period[gap_code]
+    # exact repeats first (eager loops); within a tolerance only if none cover enough (data-dependent loops)
+    for tolerance in (0.0, PERIOD_TOLERANCE):
+        regular = (own_period >= 2) & (np.abs(gap - own_period) <= tolerance * own_period)
+        covered = np.bincount(gap_code[regular], weights=gap[regular], minlength=len(names))
+        if covered.max() >= MIN_COVERAGE * n:
+            break
+    if covered.max() <= 0:
+        return None
+    first = np.full(len(names), n, np.int64)
+    np.minimum.at(first, gap_code[regular], gap_at[regular])
+    near_best = np.flatnonzero(covered >= 0.98 * covered.max())
+    step_code = near_best[np.lexsort((first[near_best], period[near_best]))[0]]
+    mine = regular & (gap_code == step_code)
+    starts, ends = launch[gap_at[mine]], launch[gap_at[mine] + gap[mine]]
+    name = names[step_code]
+    return pd.DataFrame({"start": starts, "end": ends, "name": f"step (kernel: {name})"}), f"kernel:{name}"

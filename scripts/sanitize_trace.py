@@ -1,13 +1,19 @@
 """Make a capture shareable (device-capture.md): drop the environment, rewrite capture-machine paths.
 
-Usage: python scripts/sanitize_trace.py TRACE.sqlite CAPTURE_DIR [REPLACEMENT]  (edits TRACE in place)
+Usage: python scripts/sanitize_trace.py TRACE.sqlite CAPTURE_DIR [REPLACEMENT] [--shrink]  (edits TRACE in place)
+
+--shrink also empties the tables nsync never reads (CPU samples and their callchains, OS runtime calls,
+scheduling), so that a long capture fits in a fixture; the tables themselves stay.
 """
 
 import sqlite3
 import sys
 
-path, capture_dir = sys.argv[1], sys.argv[2].rstrip("/")
-replacement = sys.argv[3] if len(sys.argv) > 3 else "/home/user/proj"
+UNREAD_TABLES = ("COMPOSITE_EVENTS", "SAMPLING_CALLCHAINS", "OSRT_API", "OSRT_CALLCHAINS", "SCHED_EVENTS")
+shrink = "--shrink" in sys.argv
+args = [a for a in sys.argv[1:] if a != "--shrink"]
+path, capture_dir = args[0], args[1].rstrip("/")
+replacement = args[2] if len(args) > 2 else "/home/user/proj"
 conn = sqlite3.connect(path)
 tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
 if "TARGET_INFO_SYSTEM_ENV" in tables:
@@ -19,6 +25,9 @@ conn.execute("UPDATE StringIds SET value = replace(value, ?, ?)", (capture_dir, 
 for table in ("META_DATA_CAPTURE", "META_DATA_EXPORT"):
     if table in tables:  # names from this fixed list, not from the trace
         conn.execute(f"UPDATE {table} SET value = replace(value, ?, ?)", (capture_dir, replacement))
+for table in UNREAD_TABLES if shrink else ():
+    if table in tables:  # names from this fixed list, not from the trace
+        conn.execute(f"DELETE FROM {table}")
 conn.commit()
 conn.execute("VACUUM")
 conn.close()

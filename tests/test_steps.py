@@ -68,7 +68,7 @@ def test_steps_are_detected_from_the_kernel_pattern_without_nvtx(build):
     b = TraceBuilder()
     looping(b, 8, nvtx=None)
     a = build(b)
-    assert a.steps.source == "detected"
+    assert a.steps.source == "kernel:matmul"
     assert len(a.steps.table) == 7  # between 8 matmul launches
     assert a.steps.table["start"].iloc[0] == 0 and a.steps.table["end"].iloc[0] == ns(STEP_US)
     assert a.callsites.iloc[0]["syncs_per_step"] == 1.0

@@ -21,6 +21,7 @@ from pathlib import Path
 from nsync.errors import NsysError
 from nsync.load.db import require_file
 from nsync.load.model import PYTHON_FRAMES_NSYS
+from nsync.nsys import inject
 from nsync.nsys.locate import Nsys, find_nsys
 
 Say = Callable[[str], None]
@@ -40,6 +41,7 @@ class CaptureOptions:
     nsys_args: tuple[str, ...] = ()
     keep_report: bool = True
     hang_s: float = 120  # nsys still running this long after the program ended: it hung
+    step_marks: bool = True  # mark each optimizer step with an NVTX range (nsync.nsys.inject)
 
     @property
     def base(self) -> Path:
@@ -109,7 +111,7 @@ def run_capture(nsys: Nsys, command: Sequence[str], options: CaptureOptions, say
             flags = [f"--env-var=TMPDIR={os.environ.get('TMPDIR', tempfile.gettempdir())}", *flags]
         argv = [str(nsys.path), "profile", *flags, *command]
         try:
-            proc = subprocess.Popen(argv, env={**os.environ, "TMPDIR": scratch})
+            proc = subprocess.Popen(argv, env=program_env(options, scratch))
         except OSError as err:
             raise NsysError(f"cannot start {nsys.path}: {err.strerror}") from err
         code, interrupted, hung = _wait(nsys, proc, options, say)
@@ -127,6 +129,15 @@ def run_capture(nsys: Nsys, command: Sequence[str], options: CaptureOptions, say
         say("note: the program's exit code is unknown: nsys was shut down after it ended")
         code = 0
     return CaptureResult(report=report, exit_code=code, interrupted=interrupted)
+
+
+def program_env(options: CaptureOptions, scratch: str) -> dict[str, str]:
+    """The environment nsys (and the program it starts) runs in: nsys's scratch TMPDIR, and with
+    ``step_marks`` the folder of nsync's ``sitecustomize`` first on PYTHONPATH."""
+    env = {**os.environ, "TMPDIR": scratch}
+    if options.step_marks:
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(inject.folder()), env.get("PYTHONPATH")) if p)
+    return env
 
 
 def _wait(nsys: Nsys, proc: subprocess.Popen[bytes], options: CaptureOptions, say: Say) -> tuple[int, bool, bool]:

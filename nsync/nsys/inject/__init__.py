@@ -1,0 +1,17 @@
+"""Code that ``nsync profile`` puts on the profiled program's ``PYTHONPATH``: a ``sitecustomize`` that marks
+each optimizer step with an NVTX range, so that steps are known without editing the program.
+
+Its folder is found with :func:`folder`; the range name is :data:`STEP_MARK` (written again, as a literal,
+in ``sitecustomize.py``, which must not import nsync inside the user's process).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+STEP_MARK = "nsync: optimizer step"
+
+
+def folder() -> Path:
+    """The folder holding ``sitecustomize.py`` (a real folder: wheels and editable installs unpack it)."""
+    return Path(__file__).resolve().parent
