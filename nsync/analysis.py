@@ -76,10 +76,10 @@ def analyze(
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="nsync-gpu-side") as beside:
         steps_job = beside.submit(find_steps, trace, ops, config)
         kernel_time_job = beside.submit(_kernel_time, ops)
-        in_steps_job = beside.submit(lambda: _ops_in_steps(steps_job.result(), ops))
+        gpu_step_job = beside.submit(lambda: _gpu_step_times(steps_job.result(), ops))
         syncs = detect_syncs(trace, ops)
         steps, kernel_time_ns = steps_job.result(), kernel_time_job.result()
-        in_steps, gpu_step_ns = in_steps_job.result()
+        gpu_step_ns = gpu_step_job.result()
     say("measuring GPU busy time")
     busy = device_busy(trace, ops)
     say("following each thread's lead")
@@ -96,12 +96,17 @@ def analyze(
     callsites = rank_callsites(in_window, stacks, steps.count)
     say("replaying what-if")
     warnings = list(trace.warnings)
-    predicted = what_if(ops, syncs, steps, callsites, config.host_scale, in_steps)
+    predicted = what_if(ops, syncs, steps, callsites, config.host_scale)
     if isinstance(predicted, str):  # why it was skipped
         warnings.append(predicted)
         predicted = None
     else:
         callsites = _with_savings(callsites, predicted)
+        if predicted.sites_left_out:
+            warnings.append(
+                f"what-if: {predicted.sites_left_out} of {len(callsites)} call sites not replayed (too many syncs "
+                "to replay them all): their saving is unknown"
+            )
     say("summarising")
     starts, ends = _analysed_intervals(steps, window)
     idle_by_gpu = {key: union.idle_between(starts, ends) for key, union in busy.items()}  # each GPU, each interval
@@ -162,11 +167,12 @@ def _trace(source: str | Path | Trace, config: AnalysisConfig, say: Callable[[st
 
 
 def _with_savings(callsites: pd.DataFrame, predicted: WhatIf) -> pd.DataFrame:
-    saving = [
-        predicted.saving_ns.get((str(f), int(ln), str(fn)), np.nan)
-        for f, ln, fn in zip(callsites["file"], callsites["line"], callsites["function"])
-    ]
-    return callsites.assign(predicted_saving_ns_per_step=saving)
+    """Each call site's predicted saving per step, ranked by it (then by exposed idle)."""
+    saving = callsites["site_id"].map(predicted.saving_ns).astype(float)
+    ranked = callsites.assign(predicted_saving_ns_per_step=saving.to_numpy())
+    return ranked.sort_values(
+        ["predicted_saving_ns_per_step", "exposed_idle_ns", "count"], ascending=False, na_position="last"
+    ).reset_index(drop=True)
 
 
 KERNEL_TIME_CHUNK = 1 << 20  # rows summed at a time: a few MB of temporaries however big the trace
@@ -265,11 +271,11 @@ def _totals(
     }
 
 
-def _ops_in_steps(steps: Steps, ops: pd.DataFrame) -> tuple[tuple[np.ndarray, np.ndarray], np.ndarray]:
-    """The ops launched inside each step (shared with the what-if), and each analysed step's GPU time."""
+def _gpu_step_times(steps: Steps, ops: pd.DataFrame) -> np.ndarray:
+    """Each analysed step's time on the GPU."""
     launched = launched_in_steps(steps, ops["launch_start"].to_numpy(np.int64))
     start, end = ops["start"].to_numpy(np.int64), ops["end"].to_numpy(np.int64)
-    return launched, gpu_step_times(steps, launched, start, end)[steps.warmup :]
+    return gpu_step_times(steps, launched, start, end)[steps.warmup :]
 
 
 def _step_stats(

@@ -2,7 +2,10 @@
 
 A sync's stack comes from, best first: its Python backtrace (``--python-backtrace=cuda``), its native
 CUDA backtrace (``CUDA_CALLCHAINS``), or the Python sampling mark nearest to it on its thread. The call
-site is the innermost frame of the user's own code (not the standard library, site-packages or torch).
+site is the innermost frame of the user's own code (not the standard library, site-packages or torch);
+its sync frame is the innermost frame outside PyTorch and the standard library, where the sync is issued
+(a framework's helper that copies a batch to the device; the user's own line for ``.item()``). A call
+site is the pair: one user line whose syncs come from three library lines is three call sites.
 """
 
 from __future__ import annotations
@@ -17,8 +20,13 @@ from nsync.keys import codes_in, take_matched
 from nsync.load import CallsiteSource, Frame, Stack, Trace
 from nsync.load.pyframes import StackTable
 
+# PyTorch's own files: installed, or in a source tree (``.../torch/nn/...``); not any folder named torch
+TORCH_FILE = (
+    r"(site-packages|dist-packages)[/\\]torch[/\\]"
+    r"|[/\\]torch[/\\](_[a-z_]+|nn|optim|autograd|cuda|utils|amp|fx|jit|distributed)[/\\.]"
+)
 _LIBRARY_FILE = re.compile(
-    r"(site-packages|dist-packages)[/\\]|^<frozen |[/\\]lib[/\\]python\d+(\.\d+)?[/\\]|[/\\]torch[/\\]"
+    r"(site-packages|dist-packages)[/\\]|^<frozen |[/\\]lib[/\\]python\d+(\.\d+)?[/\\]|" + TORCH_FILE
 )
 _RUNTIME_MODULE = re.compile(r"lib(cuda|cudart|cupti|nvidia-|nvrtc|c\.so|pthread)|ld-linux|python\d")
 SAMPLE_LOOKBACK_NS = 5_000_000  # a sampling mark this long before a sync can still name its line
@@ -79,6 +87,12 @@ PRINT_HINT = (
 )
 
 
+_PYTORCH_OR_STDLIB_FILE = re.compile(
+    TORCH_FILE + r"|^<frozen |[/\\]lib[/\\]python\d+(\.\d+)?[/\\](?!site-packages|dist-packages)"
+)
+SITE_KEYS = ["file", "line", "function", "sync_file", "sync_line", "sync_function"]  # what makes a call site
+
+
 def is_user_file(path: str) -> bool:
     return not _LIBRARY_FILE.search(path)
 
@@ -88,6 +102,14 @@ def callsite_frame(stack: Stack, source: str) -> Frame:
     if source == CallsiteSource.NATIVE_CALLCHAIN:
         return next((f for f in stack if not _RUNTIME_MODULE.search(f.file)), stack[0])
     return next((f for f in stack if is_user_file(f.file)), stack[0])
+
+
+def sync_frame(stack: Stack, source: str) -> Frame:
+    """The frame where the sync is issued: innermost outside PyTorch and the standard library (a native
+    backtrace has no Python frames: its call site frame)."""
+    if source == CallsiteSource.NATIVE_CALLCHAIN:
+        return callsite_frame(stack, source)
+    return next((f for f in stack if not _PYTORCH_OR_STDLIB_FILE.search(f.file)), callsite_frame(stack, source))
 
 
 # For programs whose stack shows no PyTorch (CUDA C, other frameworks): the CUDA-level fix of each kind.
@@ -120,7 +142,7 @@ CUDA_HINTS = {
         "allocation/free that synchronises the device: allocate once and reuse, or use cudaMallocAsync",
     ),
 }
-_TORCH_FRAME = re.compile(r"[/\\]torch[/\\]|libtorch|libc10")
+_TORCH_FRAME = re.compile(TORCH_FILE + r"|libtorch|libc10")
 
 
 def uses_pytorch(stacks: list[Stack]) -> bool:
@@ -198,25 +220,33 @@ def _sampled_stacks(samples: pd.DataFrame, syncs: pd.DataFrame) -> np.ndarray:
 
 
 def label_callsites(syncs: pd.DataFrame, stacks: list[Stack]) -> pd.DataFrame:
-    """Add file, line and function of each sync's call site (worked out once per distinct stack)."""
+    """Add each sync's call site: the user's frame (file, line, function), the frame that issues the sync
+    (sync_file, sync_line, sync_function), and ``site_id``, one per distinct pair (worked out once per
+    distinct stack)."""
     keys = pd.MultiIndex.from_arrays([syncs["stack_id"], syncs["callsite_source"]])
     distinct = keys.unique()
-    picked = [callsite_frame(stacks[i], src) if i >= 0 else None for i, src in distinct]
     position = distinct.get_indexer(keys)
-    files = np.array([f.file if f else UNKNOWN_FILE for f in picked], dtype=object)
-    lines = np.array([f.line if f else 0 for f in picked], dtype=np.int64)
-    functions = np.array([f.function if f else "" for f in picked], dtype=object)[position]
-    no_frame = functions == ""
-    functions[no_frame] = syncs["api"].to_numpy(dtype=object)[no_frame]
-    return syncs.assign(file=files[position], line=lines[position], function=functions)
+    no_frame = Frame("", UNKNOWN_FILE, 0)
+    user = [callsite_frame(stacks[i], src) if i >= 0 else no_frame for i, src in distinct]
+    issuing = [sync_frame(stacks[i], src) if i >= 0 else no_frame for i, src in distinct]
+    columns = {}
+    for prefix, frames in (("", user), ("sync_", issuing)):
+        functions = np.array([f.function for f in frames], dtype=object)[position]
+        unnamed = functions == ""
+        functions[unnamed] = syncs["api"].to_numpy(dtype=object)[unnamed]
+        columns[f"{prefix}file"] = np.array([f.file for f in frames], dtype=object)[position]
+        columns[f"{prefix}line"] = np.array([f.line for f in frames], dtype=np.int64)[position]
+        columns[f"{prefix}function"] = functions
+    labelled = syncs.assign(**columns)
+    site_id, _ = pd.MultiIndex.from_frame(labelled[SITE_KEYS]).factorize() if len(labelled) else (np.zeros(0), None)
+    return labelled.assign(site_id=np.asarray(site_id, np.int64))
 
 
 def rank_callsites(syncs: pd.DataFrame, stacks: list[Stack], step_count: int) -> pd.DataFrame:
     """One row per call site, ranked by exposed idle (descending)."""
     columns = [
-        "file",
-        "line",
-        "function",
+        *SITE_KEYS,
+        "site_id",
         "count",
         "syncs_per_step",
         "executions_per_step",
@@ -235,10 +265,11 @@ def rank_callsites(syncs: pd.DataFrame, stacks: list[Stack], step_count: int) ->
     ]
     if syncs.empty:
         return pd.DataFrame({c: pd.Series(dtype=object) for c in columns})
-    keys = ["file", "line", "function"]
+    keys = ["site_id", *SITE_KEYS]
     ordered = syncs.sort_values(["global_tid", "start"])
     # An execution of a line: consecutive syncs from it on one thread within one step (print(t) = 8 syncs).
-    changed = ordered[[*keys, "global_tid", "step"]].ne(ordered[[*keys, "global_tid", "step"]].shift(1)).any(axis=1)
+    run = ["site_id", "global_tid", "step"]
+    changed = ordered[run].ne(ordered[run].shift(1)).any(axis=1)
     ordered = ordered.assign(execution=changed.to_numpy(np.int64))
     grouped = ordered.groupby(keys, sort=False, dropna=False)
     table = grouped.agg(

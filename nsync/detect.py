@@ -66,6 +66,7 @@ SYNC_COLUMNS = [
     "cutoff_ns",
     "copy_bytes",
     "copy_direction",
+    "read_start_ns",
 ]
 
 
@@ -73,7 +74,9 @@ def detect_syncs(trace: Trace, ops: pd.DataFrame) -> pd.DataFrame:
     """One row per blocking call: its interval, kind, device, and the scope of GPU work it waited on.
 
     ``scope_stream_id`` is the stream waited on, or -1 for the whole device; only ops launched at or
-    before ``cutoff_ns`` (their launch call's start) count as waited for.
+    before ``cutoff_ns`` (their launch call's start) count as waited for. ``read_start_ns``: for a value
+    read, the start of the copy call that fetched the value (the read is that call and the sync); else
+    the sync's own start.
     """
     api = trace.api.reset_index(drop=True)
     names = api["api"].astype("category")
@@ -208,7 +211,9 @@ def _mark_reads(syncs: pd.DataFrame, calls: pd.DataFrame, ops: pd.DataFrame) -> 
     )
     after_read = before_read >= 0
     syncs.loc[syncs.index[stream_rows[after_read]], "kind"] = SyncKind.READ
-    return syncs
+    read_start = syncs["start"].to_numpy(np.int64).copy()
+    read_start[stream_rows[after_read]] = start[before[after_read]]
+    return syncs.assign(read_start_ns=read_start)
 
 
 def _resolve_scope(syncs: pd.DataFrame, trace: Trace, ops: pd.DataFrame) -> pd.DataFrame:

@@ -7,7 +7,9 @@ The model (design.md, "What-if"):
 - each stream runs its ops in launch order with their measured durations, none before its launch
   (plus the launch latency measured on this device when the stream was idle);
 - a blocking sync ends at max(its new start + its own cost, the replayed end of what it waited for);
-  a released sync ends at its new start + its own cost (the copies it implies stay on the stream).
+  a released sync ends at its new start + its own cost (the copies it implies stay on the stream),
+  except a value read (``.item()``): keeping the value on the GPU removes the read, so the host goes on
+  from where its copy call began (the copy call and the sync take no host time).
 
 Each stream's schedule is the max-plus recurrence ``end_i = max(ready_i, end_{i-1}) + duration_i``,
 solved by slices with a cumulative maximum: ``end_i = S_i + max_{j<=i}(ready_j - S_{j-1})`` where S is the
@@ -21,10 +23,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from nsync.steps import Steps, gpu_step_times, launched_in_steps
+from nsync.detect import SyncKind
+from nsync.steps import Steps, gpu_step_times, launched_in_steps, step_containing
 from nsync.timeline import GroupedTimes, group_codes
 
 DEFAULT_LATENCY_NS = 5_000
+STREAM_KEYS = ("global_pid", "device_id", "stream_id")
 REPLAY_CHUNK = 1 << 18  # ops re-timed at a time
 
 
@@ -32,8 +36,9 @@ REPLAY_CHUNK = 1 << 18  # ops re-timed at a time
 class _Stream:
     ops: np.ndarray  # row numbers into the op arrays, in launch order
     cum_dur: np.ndarray  # S_i
+    busy_until: float  # end of the work launched before the replayed window (-inf: none)
     done: int = 0
-    best: float = -np.inf  # max_{j<done}(ready_j - S_{j-1})
+    best: float = -np.inf  # max(busy_until, max_{j<done}(ready_j - S_{j-1}))
 
 
 @dataclass(frozen=True)
@@ -45,52 +50,66 @@ class ReplayModel:
     op_thread_sync: np.ndarray  # index of the last sync on the launching thread before the launch, or -1
     latency_ns: float
     streams: dict[tuple[int, int, int], np.ndarray]  # (pid, device, stream) -> op rows in launch order
+    stream_busy_until: dict[tuple[int, int, int], float]  # end of what was launched before the window
     sync_start: np.ndarray
     sync_end: np.ndarray
     sync_own: np.ndarray
+    sync_release_at: np.ndarray  # where the host resumes when the sync is released (its start, a read's copy)
+    sync_release_cost: np.ndarray  # host time the released sync still takes (its own cost; 0 for a read)
     sync_prev: np.ndarray  # index of the previous sync on the same thread, or -1
     sync_waits: list[list[tuple[tuple[int, int, int], int]]]  # per sync: (stream, ops waited for count)
-    steps: Steps
+    sync_site: np.ndarray  # each sync's call site (site_id)
+    window_start_ns: int  # host time is scaled from here until a thread's first sync
+    steps: Steps  # the replayed steps (warm-up 0)
     op_in_steps: tuple[np.ndarray, np.ndarray]  # the ops launched inside a step, and its index
-    op_tid: np.ndarray
-    sync_tid: np.ndarray
 
 
-def prepare(
-    ops: pd.DataFrame, syncs: pd.DataFrame, steps: Steps, in_steps: tuple[np.ndarray, np.ndarray] | None = None
-) -> ReplayModel:
-    """``syncs``: every detected sync of the trace (start order), with drain_ns, scope and cutoff.
-    ``in_steps`` (from :func:`launched_in_steps`) saves finding each op's step again."""
+def prepare(ops: pd.DataFrame, syncs: pd.DataFrame, steps: Steps) -> ReplayModel:
+    """The replay of ``steps`` (all of them are replayed: warm-up 0): the ops launched and the syncs
+    started between the first step's start and the last one's end. ``syncs``: detected syncs with
+    drain_ns, scope and cutoff. Work launched before the window stays as measured: each stream is busy
+    until its measured end."""
+    start_ns, end_ns = int(steps.table["start"].iloc[0]), int(steps.table["end"].iloc[-1])
+    all_launch = ops["launch_start"].to_numpy(np.int64)
+    before = all_launch < start_ns
+    ops_in = ops.loc[(~before) & (all_launch < end_ns)]
+    syncs = syncs.loc[syncs["start"].between(start_ns, end_ns, inclusive="left")]
     syncs = syncs.sort_values("start").reset_index(drop=True)
-    launch = ops["launch_start"].to_numpy(np.int64)
-    start, end = ops["start"].to_numpy(np.int64), ops["end"].to_numpy(np.int64)
-    stream_columns = [ops[c].to_numpy() for c in ("global_pid", "device_id", "stream_id")]
+    launch = ops_in["launch_start"].to_numpy(np.int64)
+    start, end = ops_in["start"].to_numpy(np.int64), ops_in["end"].to_numpy(np.int64)
+    stream_columns = [ops_in[c].to_numpy() for c in STREAM_KEYS]
     (codes,) = group_codes(stream_columns)
     by_stream = GroupedTimes(codes, launch)  # each stream's ops in launch order (ties: row order)
     streams = {}
     for _code, first, stop in by_stream.groups():
         rows = by_stream.order[first:stop]
         streams[tuple(int(column[rows[0]]) for column in stream_columns)] = rows
+    still_running = ops.loc[before & (ops["end"].to_numpy(np.int64) > start_ns)]
+    busy_until = still_running.groupby(list(STREAM_KEYS))["end"].max()
     latency = _launch_latency(streams, launch, start, end)
     s0, s1 = syncs["start"].to_numpy(np.int64), syncs["end"].to_numpy(np.int64)
     drain = syncs["drain_ns"].to_numpy(np.int64)
     own = s1 - np.where(drain >= 0, np.maximum(s0, np.minimum(drain, s1)), s0)
     tids = syncs["global_tid"].to_numpy(np.int64)
+    is_read = (syncs["kind"] == SyncKind.READ).to_numpy()
     return ReplayModel(
         op_launch=launch.astype(float),
         op_dur=(end - start).astype(float),
-        op_thread_sync=_last_sync_before(ops["launch_tid"].to_numpy(np.int64), launch, tids, s0),
+        op_thread_sync=_last_sync_before(ops_in["launch_tid"].to_numpy(np.int64), launch, tids, s0),
         latency_ns=latency,
         streams=streams,
+        stream_busy_until={tuple(int(k) for k in key): float(v) for key, v in busy_until.items()},
         sync_start=s0,
         sync_end=s1,
         sync_own=own.astype(float),
+        sync_release_at=np.where(is_read, syncs["read_start_ns"].to_numpy(np.int64), s0),
+        sync_release_cost=np.where(is_read, 0, own).astype(float),
         sync_prev=_previous_on_thread(tids),
         sync_waits=_waits(syncs, streams, launch),
-        steps=steps,
-        op_in_steps=in_steps if in_steps is not None else launched_in_steps(steps, launch),
-        op_tid=ops["launch_tid"].to_numpy(np.int64),
-        sync_tid=tids,
+        sync_site=syncs["site_id"].to_numpy(np.int64),
+        window_start_ns=start_ns,
+        steps=Steps(table=steps.table.reset_index(drop=True), source=steps.source, warmup=0),
+        op_in_steps=launched_in_steps(steps, launch),
     )
 
 
@@ -147,13 +166,17 @@ def replay(model: ReplayModel, released: np.ndarray, host_scale: float = 1.0) ->
     """
     # each sync's new end minus its measured end; the extra last slot (index -1) is "before any sync": 0
     shift = np.zeros(len(model.sync_start) + 1)
-    anchor = np.append(model.sync_end.astype(float), 0.0)  # where a thread's host time restarts
+    # where a thread's host time restarts: its last sync's end, or (index -1) the replayed window's start
+    anchor = np.append(model.sync_end.astype(float), float(model.window_start_ns))
     new_end = np.zeros(len(model.op_launch))
-    state = {k: _Stream(rows, np.cumsum(model.op_dur[rows])) for k, rows in model.streams.items()}
+    state = {
+        k: _Stream(rows, np.cumsum(model.op_dur[rows]), busy, best=busy)
+        for k, rows in model.streams.items()
+        for busy in [model.stream_busy_until.get(k, -np.inf)]
+    }
 
     def host_time(t: np.ndarray, seg: np.ndarray) -> np.ndarray:
-        since = np.where(seg >= 0, t - anchor[seg], 0.0)
-        return np.where(seg >= 0, anchor[seg] + shift[seg] + host_scale * since, t)
+        return anchor[seg] + shift[seg] + host_scale * (t - anchor[seg])
 
     def ready(rows: np.ndarray) -> np.ndarray:
         return host_time(model.op_launch[rows], model.op_thread_sync[rows]) + model.latency_ns
@@ -167,16 +190,22 @@ def replay(model: ReplayModel, released: np.ndarray, host_scale: float = 1.0) ->
             best = np.maximum.accumulate(np.concatenate([[st.best], ready(rows) - prev_sum]))[1:]
             new_end[rows] = st.cum_dur[st.done : stop] + best
             st.best, st.done = float(best[-1]), stop
-        return float(new_end[st.ops[upto - 1]]) if upto else -np.inf
+        return float(new_end[st.ops[upto - 1]]) if upto else st.busy_until
 
     starts, ends = model.sync_start.tolist(), model.sync_end.tolist()
     own, prev_of, blocking = model.sync_own.tolist(), model.sync_prev.tolist(), (~released).tolist()
+    resume_at, resume_cost = model.sync_release_at.tolist(), model.sync_release_cost.tolist()
+    anchors = anchor.tolist()
     for k in range(len(starts)):  # scalars: this loop runs once per sync
         prev = prev_of[k]
-        start = ends[prev] + shift[prev] + host_scale * (starts[k] - ends[prev]) if prev >= 0 else starts[k]
-        if blocking[k]:  # wait for the GPU, then return after the call's own cost
-            for key, count in model.sync_waits[k]:
-                start = max(start, advance(key, count))
+        if not blocking[k]:  # the host goes on: from the sync's start after its own cost, or past a read
+            at = resume_at[k]
+            resumed = anchors[prev] + shift[prev] + host_scale * (at - anchors[prev])
+            shift[k] = resumed + resume_cost[k] - ends[k]
+            continue
+        start = anchors[prev] + shift[prev] + host_scale * (starts[k] - anchors[prev])
+        for key, count in model.sync_waits[k]:  # wait for the GPU, then return after the call's own cost
+            start = max(start, advance(key, count))
         shift[k] = start + own[k] - ends[k]
     for key, st in state.items():
         advance(key, len(st.ops))
@@ -184,15 +213,16 @@ def replay(model: ReplayModel, released: np.ndarray, host_scale: float = 1.0) ->
 
 
 def step_times_ns(model: ReplayModel, new_end: np.ndarray) -> np.ndarray:
-    """The analysed steps' GPU step times, measured as the analysis measures them, for replayed op ends."""
-    times = gpu_step_times(model.steps, model.op_in_steps, new_end - model.op_dur, new_end)
-    return times[model.steps.warmup :]
+    """The replayed steps' GPU step times, measured as the analysis measures them, for replayed op ends."""
+    return gpu_step_times(model.steps, model.op_in_steps, new_end - model.op_dur, new_end)
 
 
-MAX_SITES = 10
-# A replay is a loop over syncs (about 20 µs each): at most this many sync-replays per analysis. The
-# call sites replayed are as many as fit, the costliest first; if not even one fits, the what-if is skipped.
-REPLAY_BUDGET = 100_000
+# A replay is a loop over syncs (about 20 µs each): at most this many sync-replays per analysis. Every call
+# site is replayed; where that is too many for all the analysed steps, a run of them in the middle is
+# replayed (at least MIN_REPLAY_STEPS), and if even that is too many, the call sites costliest in exposed
+# idle that fit.
+REPLAY_BUDGET = 150_000
+MIN_REPLAY_STEPS = 8
 
 
 @dataclass(frozen=True)
@@ -203,9 +233,11 @@ class WhatIf:
     replayed_step_ns: float  # as captured: checks the model against the trace itself
     unprofiled_step_ns: float  # as it is, host time scaled
     without_syncs_step_ns: float
-    saving_ns: dict[tuple[str, int, str], float]  # call site -> predicted saving per step (host time scaled)
+    saving_ns: dict[int, float]  # site_id -> predicted saving per step (host time scaled)
     latency_ns: float
     host_scale: float
+    replayed_steps: tuple[int, int]  # [first, stop) among the analysed steps
+    sites_left_out: int = 0  # call sites not replayed (too many sync-replays)
 
     @property
     def note(self) -> str:
@@ -220,45 +252,45 @@ def _median(values: np.ndarray) -> float:
     return float(np.median(values)) if len(values) else float("nan")
 
 
+def replay_span(steps: Steps, sync_start: np.ndarray, replays: int, budget: int = REPLAY_BUDGET) -> tuple[int, int]:
+    """The analysed steps to replay ([first, stop)): all of them if ``replays`` replays of their syncs fit
+    the budget, else a run in the middle that does (at least MIN_REPLAY_STEPS)."""
+    analysed = steps.analysed
+    count = len(analysed)
+    inside = step_containing(analysed.reset_index(drop=True), sync_start) >= 0
+    per_step = max(int(inside.sum()) / max(count, 1), 1e-9)
+    fit = int(budget / (replays * per_step))
+    keep = min(count, max(fit, MIN_REPLAY_STEPS))
+    first = (count - keep) // 2
+    return first, first + keep
+
+
 def what_if(
-    ops: pd.DataFrame,
-    syncs: pd.DataFrame,
-    steps: Steps,
-    callsites: pd.DataFrame,
-    host_scale: float,
-    in_steps: tuple[np.ndarray, np.ndarray] | None = None,
+    ops: pd.DataFrame, syncs: pd.DataFrame, steps: Steps, callsites: pd.DataFrame, host_scale: float
 ) -> WhatIf | str:
-    """Replay per call site (the costliest MAX_SITES) and for all at once; a reason string when skipped.
-    ``in_steps`` as for :func:`prepare`."""
-    if steps.table.empty or len(steps.table) < 2:
+    """Replay each call site of ``callsites`` (its syncs released), and all at once; a reason when skipped.
+    ``syncs``: every detected sync, with ``site_id``."""
+    if steps.count < 2:
         return "what-if replay needs steps"
-    sites = min(MAX_SITES, REPLAY_BUDGET // max(len(syncs), 1) - 3)
-    if sites < 1:
+    sync_start = syncs["start"].to_numpy(np.int64)
+    first, stop = replay_span(steps, sync_start, len(callsites) + 3)
+    replayed = steps.analysed.iloc[first:stop]
+    window = sync_start[(sync_start >= replayed["start"].iloc[0]) & (sync_start < replayed["end"].iloc[-1])]
+    sites_fit = REPLAY_BUDGET // max(len(window), 1) - 3
+    if sites_fit < 1:
         return (
-            f"what-if replay skipped: the replay re-times every sync of the capture, inside the analysed steps "
-            f"or not, and {len(syncs)} are too many (analyse a part of it with --window START:END)"
+            f"what-if replay skipped: {len(window)} syncs in {stop - first} steps are too many to replay "
+            f"(analyse a part of the capture with --window START:END)"
         )
-    syncs = syncs.sort_values("start").reset_index(drop=True)
-    model = prepare(ops, syncs, steps, in_steps)
-    none = np.zeros(len(syncs), bool)
+    model = prepare(ops, syncs, Steps(table=replayed, source=steps.source, warmup=0))
+    none = np.zeros(len(model.sync_start), bool)
 
     def predict(released: np.ndarray, scale: float = host_scale) -> float:
         return _median(step_times_ns(model, replay(model, released, scale)))
 
     base = predict(none)
-    site_codes, site_keys = (
-        pd.MultiIndex.from_arrays(
-            [syncs["file"].astype(str), syncs["line"].astype(np.int64), syncs["function"].astype(str)]
-        ).factorize()
-        if len(syncs)
-        else (none.astype(np.int64), pd.MultiIndex.from_tuples([], names=["f", "l", "fn"]))
-    )
-    savings = {}
-    top = callsites.head(sites)
-    for file, line, function in zip(top["file"], top["line"], top["function"]):  # a few call sites
-        key = (str(file), int(line), str(function))
-        released = site_codes == site_keys.get_loc(key) if key in site_keys else none
-        savings[key] = base - predict(released)
+    replayed_sites = callsites.sort_values("exposed_idle_ns", ascending=False).head(sites_fit)["site_id"]
+    savings = {int(site): base - predict(model.sync_site == site) for site in replayed_sites}
     return WhatIf(
         replayed_step_ns=predict(none, 1.0),
         unprofiled_step_ns=base,
@@ -266,4 +298,6 @@ def what_if(
         saving_ns=savings,
         latency_ns=model.latency_ns,
         host_scale=host_scale,
+        replayed_steps=(first, stop),
+        sites_left_out=len(callsites) - len(savings),
     )

@@ -81,7 +81,8 @@ def gpu_step_times(
 ) -> np.ndarray:
     """Each step's time on the GPU (all steps): from the end of the previous step's work to the end of its own.
 
-    A step's work is what was launched inside its range (``launched``, from :func:`launched_in_steps`).
+    A step's work is what was launched inside its range (``launched``, from :func:`launched_in_steps`); a
+    step that does not follow straight on from the previous one starts at its own first op.
     When the host runs ahead (no syncs), NVTX ranges time the host's enqueueing, not the GPU; successive GPU
     completions time the throughput either way. Shared by the analysis (measured ends) and the what-if
     replay (replayed ends).
@@ -97,7 +98,12 @@ def gpu_step_times(
     np.minimum.at(first_start, k, gpu_start[rows])
     last = np.where(last_end == low, np.nan, last_end)  # a step that launched nothing: NaN
     first = np.where(first_start == high, np.nan, first_start)
-    return last - np.concatenate([[first[0]], last[:-1]])
+    # after a gap longer than a step (a step set aside: an evaluation loop), a step's GPU time starts at its
+    # own first op
+    starts, ends = steps.table["start"].to_numpy(np.int64), steps.table["end"].to_numpy(np.int64)
+    gap = starts[1:] - ends[:-1]
+    follows = np.concatenate([[False], gap <= np.median(ends - starts)])
+    return last - np.where(follows, np.concatenate([[np.nan], last[:-1]]), first)
 
 
 def normalise_range_name(name: str) -> str:

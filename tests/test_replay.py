@@ -36,7 +36,8 @@ def test_two_syncs_interact_as_constructed(build):
     w = a.what_if
     assert w.latency_ns == ns(7)
     assert w.replayed_step_ns == ns(PERIOD)
-    saving = {line: w.saving_ns[("/u/train.py", line, fn)] for line, fn in ((10, "first"), (20, "second"))}
+    site_of = dict(zip(a.callsites["line"], a.callsites["site_id"]))
+    saving = {line: w.saving_ns[site_of[line]] for line in (10, 20)}
     assert saving == {10: ns(PERIOD - 910), 20: ns(PERIOD - 910)}
     assert w.without_syncs_step_ns == ns(800)
     assert max(saving.values()) < ns(PERIOD) - w.without_syncs_step_ns  # no single fix pays all

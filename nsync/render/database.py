@@ -9,7 +9,6 @@ declares the tables, their types and indexes.
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,8 +24,6 @@ if TYPE_CHECKING:
     from nsync.analysis import Analysis
 
 META_TABLE = "nsync_meta"
-# The frame that issues the sync: the innermost one outside PyTorch itself (a framework's own line, say).
-_TORCH_FILE = re.compile(r"[/\\]torch[/\\]")
 
 SYNC_COLUMNS: dict[str, type] = {
     "id": int,
@@ -59,6 +56,9 @@ CALLSITE_COLUMNS: dict[str, type] = {
     "file": str,
     "line": int,
     "function": str,
+    "sync_frame_file": str,
+    "sync_frame_line": int,
+    "sync_frame_function": str,
     "count": int,
     "syncs_per_step": float,
     "exposed_idle_ns": int,
@@ -150,22 +150,10 @@ def _meta(analysis: Analysis) -> dict[str, str]:
     }
 
 
-def _sync_frames(analysis: Analysis) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """File, line and function of each stack's sync frame, indexed by stack id + 1 (0: no stack)."""
-    frames = [next((f for f in stack if not _TORCH_FILE.search(f.file)), stack[0]) for stack in analysis.stacks]
-    return (
-        np.array(["", *(f.file for f in frames)], dtype=object),
-        np.array([0, *(f.line for f in frames)], dtype=np.int64),
-        np.array(["", *(f.function for f in frames)], dtype=object),
-    )
-
-
 def _sync_rows(analysis: Analysis) -> dict[str, list[Any]]:
     syncs = analysis.syncs
     if syncs.empty:
         return {name: [] for name in SYNC_COLUMNS}
-    frame_file, frame_line, frame_function = _sync_frames(analysis)
-    at = syncs["stack_id"].to_numpy(np.int64) + 1
     tids = syncs["global_tid"].to_numpy(np.int64)
     step = syncs["step"].to_numpy(np.int64)
     return {
@@ -190,9 +178,9 @@ def _sync_rows(analysis: Analysis) -> dict[str, list[Any]]:
         "callsite_line": syncs["line"].tolist(),
         "callsite_function": syncs["function"].astype(str).tolist(),
         "callsite_source": syncs["callsite_source"].astype(str).tolist(),
-        "sync_frame_file": frame_file[at].tolist(),
-        "sync_frame_line": frame_line[at].tolist(),
-        "sync_frame_function": frame_function[at].tolist(),
+        "sync_frame_file": syncs["sync_file"].astype(str).tolist(),
+        "sync_frame_line": syncs["sync_line"].tolist(),
+        "sync_frame_function": syncs["sync_function"].astype(str).tolist(),
     }
 
 
@@ -208,6 +196,9 @@ def _callsite_rows(analysis: Analysis) -> dict[str, list[Any]]:
         "file": sites["file"].astype(str).tolist(),
         "line": [int(v) for v in sites["line"]],
         "function": sites["function"].astype(str).tolist(),
+        "sync_frame_file": sites["sync_file"].astype(str).tolist(),
+        "sync_frame_line": [int(v) for v in sites["sync_line"]],
+        "sync_frame_function": sites["sync_function"].astype(str).tolist(),
         "count": [int(v) for v in sites["count"]],
         "syncs_per_step": number(sites["syncs_per_step"]),
         "exposed_idle_ns": [int(v) for v in sites["exposed_idle_ns"]],
