@@ -20,6 +20,7 @@ from nsync.excerpt import TimelineExcerpt, timeline_excerpt
 from nsync.keys import dense_codes
 from nsync.load import Stack, Trace, load_trace
 from nsync.memory import release_freed_memory
+from nsync.phases import PHASE_COLUMNS, PHASE_SITE_COLUMNS, phase_intervals, phase_table
 from nsync.replay import WhatIf, what_if
 from nsync.steps import Steps, find_steps, gpu_step_times, launched_in_steps
 
@@ -53,6 +54,31 @@ class Analysis:
     what_if: WhatIf | None = None
     program: str = ""  # the captured command line, as nsys recorded it (empty when unknown)
     kernel_time_ns: dict[str, int] = field(default_factory=dict)  # GPU time per kernel name
+    phases: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(PHASE_COLUMNS)))
+    phase_sites: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(PHASE_SITE_COLUMNS)))
+    verdict: Verdict | None = None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The answer in one line: whether any sync of the main loop is worth fixing, by the largest predicted
+    saving as a share of the predicted (unprofiled) step."""
+
+    largest_saving_ns: float
+    step_ns: float
+    worth_fixing: bool
+    site: str  # the call site that saves most: "file.py:12"
+
+    @property
+    def share(self) -> float:
+        return self.largest_saving_ns / self.step_ns if self.step_ns > 0 else 0.0
+
+    @property
+    def text(self) -> str:
+        figure = f"{self.largest_saving_ns / 1e6:.2f} ms per step ({100 * self.share:.1f} %)"
+        if self.worth_fixing:
+            return f"fixing {self.site} would save {figure}"
+        return f"syncs cost at most {figure}: nothing here is worth fixing for speed"
 
 
 def analyze(
@@ -108,6 +134,8 @@ def analyze(
                 "to replay them all): their saving is unknown"
             )
     say("summarising")
+    intervals = phase_intervals(steps, _cuda_span(trace, ops))
+    phases, phase_sites = phase_table(intervals, busy, syncs, steps.count)
     starts, ends = _analysed_intervals(steps, window)
     idle_by_gpu = {key: union.idle_between(starts, ends) for key, union in busy.items()}  # each GPU, each interval
     step_stats = _step_stats(steps, in_window, idle_by_gpu, gpu_step_ns)
@@ -116,14 +144,16 @@ def analyze(
     totals["syncs_outside_window"] = outside = int((~inside).sum())
     if outside:
         where = (
-            f"outside the {steps.count} analysed steps (in the warm-up, or before, between or after the steps)"
+            f"outside the {steps.count} analysed steps (start-up and warm-up, between steps, teardown)"
             if steps.count
             else "outside the analysed window"
         )
         many = outside != 1
+        listed = f"; the phases list {'them' if many else 'it'} with a one-time cost" if steps.count else ""
         warnings.append(
             f"{outside} more sync{'s' if many else ''} ({100 * outside / len(syncs):.0f}% of {len(syncs)}) "
-            f"{'lie' if many else 'lies'} {where}: {'they are' if many else 'it is'} not in these figures"
+            f"{'lie' if many else 'lies'} {where}: {'they are' if many else 'it is'} not in the per-step "
+            f"figures{listed}"
         )
     return Analysis(
         trace_path=str(trace.path),
@@ -144,7 +174,35 @@ def analyze(
         thread_names=dict(zip(trace.threads["global_tid"].tolist(), trace.threads["name"].astype(str).tolist())),
         program=program_of(trace),
         kernel_time_ns=kernel_time_ns,
+        phases=phases,
+        phase_sites=phase_sites,
+        verdict=_verdict(callsites, predicted, config),
     )
+
+
+def _verdict(callsites: pd.DataFrame, predicted: WhatIf | None, config: AnalysisConfig) -> Verdict | None:
+    """None without a prediction (no steps, or the replay was skipped)."""
+    if predicted is None or not np.isfinite(predicted.unprofiled_step_ns):
+        return None
+    saving = callsites["predicted_saving_ns_per_step"].to_numpy(float) if len(callsites) else np.zeros(0)
+    known = np.isfinite(saving)
+    if not known.any():
+        return Verdict(0.0, predicted.unprofiled_step_ns, False, "")
+    best = int(np.nanargmax(np.where(known, saving, -np.inf)))
+    largest = max(float(saving[best]), 0.0)
+    site = f"{Path(str(callsites['file'].iloc[best])).name}:{int(callsites['line'].iloc[best])}"
+    worth = largest >= config.worth_fixing_share * predicted.unprofiled_step_ns
+    return Verdict(largest, predicted.unprofiled_step_ns, worth, site)
+
+
+def _cuda_span(trace: Trace, ops: pd.DataFrame) -> tuple[int, int]:
+    """From the program's first CUDA call (or GPU op) to the end of its last: the phases' span."""
+    first = [int(ops["launch_start"].min()), int(ops["start"].min())]
+    last = [int(ops["end"].max())]
+    if len(trace.api):
+        first.append(int(trace.api["start"].min()))
+        last.append(int(trace.api["end"].max()))
+    return min(first), max(last)
 
 
 def _trace(source: str | Path | Trace, config: AnalysisConfig, say: Callable[[str], None]) -> Trace:

@@ -11,6 +11,7 @@ site is the pair: one user line whose syncs come from three library lines is thr
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -102,6 +103,15 @@ def callsite_frame(stack: Stack, source: str) -> Frame:
     if source == CallsiteSource.NATIVE_CALLCHAIN:
         return next((f for f in stack if not _RUNTIME_MODULE.search(f.file)), stack[0])
     return next((f for f in stack if is_user_file(f.file)), stack[0])
+
+
+_PACKAGE = re.compile(r"(?:site-packages|dist-packages)[/\\]([A-Za-z0-9_]+)")
+
+
+def library_package(path: str) -> str:
+    """The installed package a file belongs to (``transformers``), or '' for the user's own files."""
+    found = _PACKAGE.search(path)
+    return found.group(1) if found else ""
 
 
 def sync_frame(stack: Stack, source: str) -> Frame:
@@ -292,8 +302,17 @@ def rank_callsites(syncs: pd.DataFrame, stacks: list[Stack], step_count: int) ->
     table["stack"] = [stacks[i] if i >= 0 else () for i in table["stack_id"]]
     pytorch = uses_pytorch(stacks)
     hints = [hint_for(k, s, pytorch) for k, s in zip(table["kinds"], table["stack"])]
-    table["short_hint"] = [short for short, _ in hints]
-    table["hint"] = [full for _, full in hints]
+    packages = [library_package(str(f)) for f in table["sync_file"]]
+    table["short_hint"] = [f"in {pkg}: see its settings" if pkg else short for (short, _), pkg in zip(hints, packages)]
+    table["hint"] = [
+        f"the sync is issued inside {pkg} ({Path(str(f)).name}:{ln}, {fn}), not in your code: a setting of {pkg} "
+        f"may turn it off or make it rarer. The sync itself: {full}"
+        if pkg
+        else full
+        for (_, full), pkg, f, ln, fn in zip(
+            hints, packages, table["sync_file"], table["sync_line"], table["sync_function"]
+        )
+    ]
     return table.sort_values(["exposed_idle_ns", "count"], ascending=False)[columns].reset_index(drop=True)
 
 

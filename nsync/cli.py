@@ -37,6 +37,10 @@ TopOption = Annotated[int, typer.Option(min=1, help="Call sites to show in the t
 StepRangeOption = Annotated[
     str | None, typer.Option(help="NVTX range that marks one step (default: automatic).", metavar="NAME")
 ]
+StepKernelOption = Annotated[
+    str | None,
+    typer.Option(help="A kernel launched once per step: steps run from one launch to the next.", metavar="NAME"),
+]
 WarmupOption = Annotated[
     int | None, typer.Option(min=0, help="Leading steps to skip (default: 1 when there are at least 4).")
 ]
@@ -140,6 +144,7 @@ def analyze_command(
     json_path: JsonOption = None,
     top: TopOption = 10,
     step_range: StepRangeOption = None,
+    step_kernel: StepKernelOption = None,
     warmup_steps: WarmupOption = None,
     window: WindowOption = None,
     max_memory: MaxMemoryOption = None,
@@ -147,20 +152,49 @@ def analyze_command(
     markdown_path: MarkdownOption = None,
     source_dir: SourceDirOption = None,
     db_path: DbOption = None,
+    fail_above: Annotated[
+        float | None,
+        typer.Option(
+            min=0,
+            help="Exit 3 when fixing a sync is predicted to save more than PCT % of a step (a CI gate); "
+            "exit 1 when there is no prediction to gate on.",
+            metavar="PCT",
+        ),
+    ] = None,
 ) -> None:
-    """Rank the Python call sites whose syncs cost GPU time in an nsys trace."""
+    """Rank the Python call sites by what fixing their syncs would save per step."""
     outputs = Outputs(json=json_path, html=html_path, markdown=markdown_path, db=db_path)
     outputs.check(trace)
     config = AnalysisConfig(
         step_range=step_range,
+        step_kernel=step_kernel,
         warmup_steps=warmup_steps,
         window_s=parse_window(window),
         max_memory_bytes=None if max_memory is None else parse_size(max_memory),
     )
     with err.status("loading trace", spinner="dots") as status:
         result = nsync.analyze(trace, config, progress=lambda msg: status.update(msg))
-    if not _emit(result, top, outputs, source_dir):
+    complete = _emit(result, top, outputs, source_dir)
+    if fail_above is not None:
+        _gate(result, fail_above)
+    if not complete:
         raise typer.Exit(1)
+
+
+def _gate(result: nsync.Analysis, fail_above_pct: float) -> None:
+    """--fail-above: exit 3 above the threshold, 1 without a prediction (a gate never passes unknowingly)."""
+    verdict = result.verdict
+    if verdict is None:
+        reason = next((w for w in result.warnings if "what-if" in w), "no steps, so no what-if prediction")
+        err.print(f"nsync: --fail-above cannot gate this trace: {reason}", markup=False)
+        raise typer.Exit(1)
+    if 100 * verdict.share > fail_above_pct:
+        err.print(
+            f"nsync: fixing {verdict.site} is predicted to save {100 * verdict.share:.1f} % of a step "
+            f"(> {fail_above_pct:g} %)",
+            markup=False,
+        )
+        raise typer.Exit(3)
 
 
 @app.command(

@@ -18,6 +18,8 @@ class AnalysisConfig:
     - ``host_scale``: what-if predictions scale the host's time by this to undo the profiler's slow-down.
       0.6 is calibrated on an H200 (torch 2.11, nsys 2025.3 with Python backtraces): the replay of
       w_print degraded then matches its unprofiled step (3.18 vs 3.22 ms) and saving (0.39 vs 0.39 ms).
+    - ``worth_fixing_share``: a sync is worth fixing when fixing it is predicted to save at least this share
+      of the (unprofiled) step; below it the verdict says nothing is worth fixing for speed.
     - ``window_s``: analyse only what starts in [start, end) seconds from the capture's start (end
       None: to the end).
     - ``max_memory_bytes``: the memory a load may plan for (default: what is available); a trace that
@@ -30,5 +32,6 @@ class AnalysisConfig:
     lead_fraction: float = 0.5
     lead_floor_ns: int = 30_000
     host_scale: float = 0.6
+    worth_fixing_share: float = 0.05
     window_s: tuple[float, float | None] | None = None
     max_memory_bytes: int | None = None

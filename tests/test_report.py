@@ -99,18 +99,35 @@ def test_markdown_summary_is_a_compact_pr_table(tmp_path):
         b.python_stack(1, corr, [("train_step", "/home/u/proj/train.py", 42)])
         b.kernel(1, t0 + 700, t0 + 700, t0 + 900, name="tail")
     path = b.write(tmp_path / "run.sqlite")
-    text = render_markdown(analyze(path, AnalysisConfig()))
+    text = render_markdown(analyze(path, AnalysisConfig(host_scale=1.0)))
     # per step: GPU idle [0,10] + [600,700] + [900,999] = 209 µs; each sync drains at 600 and the lead is
     # rebuilt at the next matmul's launch end (+1004): 100 + 104 = 204 µs; the last sync's window ends with
-    # the last step (+999): 100 + 99 = 199 µs. (204 * 3 + 199) / 4 = 202.75
+    # the last step (+999): 100 + 99 = 199 µs. (204 * 3 + 199) / 4 = 202.75.
+    # What-if (host time as captured): launch latency = median of the matmuls' 10 µs and the tails' 0 µs = 5.
+    # As it is, a step replays as 590 + 5 + 12 (the sync's return) + 93 (Python) + 200 + 95 = 995 µs; with the
+    # sync released the host runs 500 µs a step ahead, and the GPU's 590 + 200 = 790 µs set the step: saving
+    # 205 µs, 20.6 % of 995. Steps 1-4 are analysed: step 0 (with a sync) is start-up, 1000 µs long, its
+    # GPU idle 10 + 100 + 100 = 210 (21 %); the main loop [1000, 4999] idles 3 * 210 + 209 = 839 µs (21 %).
     assert text == (
         "### nsync: run.sqlite\n\n"
+        "**fixing train.py:42 would save 0.20 ms per step (20.6 %)**\n\n"
         "Synthetic GPU · nsys 2025.3.2.0 · 4 steps, median 0.999 ms · GPU idle 0.209 ms/step, "
-        "**0.203 ms/step exposed after syncs**\n\n"
-        "| # | call site | function | syncs/step | exposed idle ms/step | host wait ms/step | fix |\n"
-        "|---:|---|---|---:|---:|---:|---|\n"
-        "| 1 | `train.py:42` | train_step | 1.00 | 0.203 | 0.512 | wait later, on an event |\n"
+        "0.203 ms/step exposed after syncs\n\n"
+        "| # | call site | what-if saving ms/step | syncs/step | exposed idle ms/step | host wait ms/step | fix |\n"
+        "|---:|---|---:|---:|---:|---:|---|\n"
+        "| 1 | `train.py:42` | 0.205 | 1.00 | 0.203 | 0.512 | wait later, on an event |\n"
         "\n"
-        "> 1 more sync (20% of 5) lies outside the 4 analysed steps (in the warm-up, or before, between or "
-        "after the steps): it is not in these figures\n"
+        "| phase | time ms | GPU idle | syncs | host wait ms |\n"
+        "|---|---:|---:|---:|---:|\n"
+        "| start-up | 1.0 | 21 % | 1 | 0.512 |\n"
+        "| main loop | 4.0 | 21 % | 4 | 2.048 |\n"
+        "\n"
+        "Syncs outside the main loop, with their one-time cost (the host's wait in them):\n"
+        "\n"
+        "| phase | call site | issued at | syncs | host wait ms |\n"
+        "|---|---|---|---:|---:|\n"
+        "| start-up | `train.py:42` |  | 1 | 0.512 |\n"
+        "\n"
+        "> 1 more sync (20% of 5) lies outside the 4 analysed steps (start-up and warm-up, between steps, "
+        "teardown): it is not in the per-step figures; the phases list it with a one-time cost\n"
     )

@@ -16,6 +16,7 @@ from nsync import __version__
 from nsync.errors import NsyncError
 from nsync.render.figures import median_step_window, steps_figure, timeline_figure
 from nsync.render.json import analysis_to_dict, fixed
+from nsync.render.terminal import issued_at, where
 
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
@@ -86,10 +87,17 @@ def render_html(analysis: Analysis, top: int = 50, source_dirs: list[Path] | Non
     search = [Path(analysis.trace_path).resolve().parent, Path.cwd(), *(source_dirs or [])]
     steps, totals = data["steps"], data["totals"]
     per_step = steps["count"] or 0
+    what_if = data["what_if"]
     for site in data["callsites"]:
         site["source"] = source_context(site["file"], site["line"], search)
-        site["where"] = f"{Path(site['file']).name}:{site['line']}"
+        site["where"] = where(site)
+        site["issued_at"] = issued_at(site)
         site["saving_text"] = fixed(site["predicted_saving_ms_per_step"])
+        site["fixed_step_text"] = (
+            fixed(what_if["unprofiled_step_ms"] - site["predicted_saving_ms_per_step"])
+            if what_if and None not in (what_if["unprofiled_step_ms"], site["predicted_saving_ms_per_step"])
+            else "-"
+        )
         site["exposed_text"] = fixed(site["exposed_idle_ms_per_step" if per_step else "exposed_idle_ms"])
         site["wait_text"] = fixed(site["host_wait_ms_per_step" if per_step else "host_wait_ms"])
         site["lead_text"] = fixed(site["lead_before_ms_mean"])
@@ -105,6 +113,19 @@ def render_html(analysis: Analysis, top: int = 50, source_dirs: list[Path] | Non
         if totals["span_ms"] and totals["gpu_count"]
         else None,
     }
+    phases = [
+        {
+            **phase,
+            "duration_text": fixed(phase["duration_ms"], 1),
+            "idle_text": f"{fixed(phase['gpu_idle_pct'], 0)} %",
+            "wait_text": fixed(phase["host_wait_ms"]),
+        }
+        for phase in data["phases"]
+    ]
+    outside = [
+        {**site, "where": where(site), "issued_at": issued_at(site), "wait_text": fixed(site["host_wait_ms"])}
+        for site in data["outside_main_loop"]
+    ]
     timeline = analysis.timeline
     return (
         environment()
@@ -118,6 +139,12 @@ def render_html(analysis: Analysis, top: int = 50, source_dirs: list[Path] | Non
             timeline_note=timeline.description if timeline else "",
             steps_html=_figure_html(steps_figure(analysis), "steps"),
             callsite_total=len(analysis.callsites),
+            library_frames=any(site["issued_at"] for site in data["callsites"]),
+            phases=phases,
+            outside=outside if per_step else [],
+            all_fixed_saving_text=fixed(what_if["unprofiled_step_ms"] - what_if["predicted_step_ms_without_syncs"])
+            if what_if and None not in (what_if["unprofiled_step_ms"], what_if["predicted_step_ms_without_syncs"])
+            else "-",
             generated=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             version=__version__,
         )

@@ -83,10 +83,63 @@ def analysis_to_dict(analysis: Analysis, top: int | None = None) -> dict[str, An
             if analysis.what_if
             else None,
         },
+        "verdict": _verdict(analysis),
+        "phases": _phases(analysis),
         "callsites": [_callsite(row, gpu_idle) for row in sites.to_dict("records")],
+        "outside_main_loop": [
+            {
+                "phase": row["phase"],
+                **_frames(row),
+                "count": int(row["count"]),
+                "host_wait_ms": ns_to_ms(row["host_wait_ns"]),
+            }
+            for row in analysis.phase_sites.to_dict("records")
+        ],
         "what_if": _what_if(analysis),
         "warnings": list(analysis.warnings),
         "config": asdict(analysis.config),
+    }
+
+
+def _verdict(analysis: Analysis) -> dict[str, Any] | None:
+    verdict = analysis.verdict
+    if verdict is None:
+        return None
+    return {
+        "text": verdict.text,
+        "worth_fixing": verdict.worth_fixing,
+        "largest_saving_ms_per_step": ns_to_ms(verdict.largest_saving_ns),
+        "share_pct": round(100 * verdict.share, 2),
+        "site": verdict.site,
+        "threshold_pct": round(100 * analysis.config.worth_fixing_share, 2),
+    }
+
+
+def _phases(analysis: Analysis) -> list[dict[str, Any]]:
+    gpus = max(analysis.totals["gpu_count"], 1)
+    return [
+        {
+            "phase": row["phase"],
+            "start_ns": int(row["start"]),
+            "end_ns": int(row["end"]),
+            "duration_ms": ns_to_ms(row["duration_ns"]),
+            "intervals": int(row["intervals"]),
+            "gpu_idle_ms": ns_to_ms(row["gpu_idle_ns"]),
+            "gpu_idle_pct": _pct(row["gpu_idle_ns"], row["duration_ns"] * gpus),
+            "sync_count": int(row["sync_count"]),
+            "host_wait_ms": ns_to_ms(row["host_wait_ns"]),
+        }
+        for row in analysis.phases.to_dict("records")
+    ]
+
+
+def _frames(row: dict[str, Any]) -> dict[str, Any]:
+    """A call site's two frames: the user's line, and where the sync is issued."""
+    return {
+        "file": row["file"],
+        "line": int(row["line"]),
+        "function": row["function"],
+        "sync_frame": {"file": row["sync_file"], "line": int(row["sync_line"]), "function": row["sync_function"]},
     }
 
 
@@ -100,15 +153,15 @@ def _what_if(analysis: Analysis) -> dict[str, Any] | None:
         "host_scale": predicted.host_scale,
         "predicted_step_ms_without_syncs": ns_to_ms(predicted.without_syncs_step_ns),
         "launch_latency_us": round(predicted.latency_ns / 1e3, 3),
+        "replayed_steps": list(predicted.replayed_steps),
+        "sites_left_out": predicted.sites_left_out,
         "note": predicted.note,
     }
 
 
 def _callsite(row: dict[str, Any], gpu_idle_ns: int) -> dict[str, Any]:
     return {
-        "file": row["file"],
-        "line": int(row["line"]),
-        "function": row["function"],
+        **_frames(row),
         "count": int(row["count"]),
         "syncs_per_step": _num(row["syncs_per_step"]),
         "executions_per_step": _num(row["executions_per_step"]),

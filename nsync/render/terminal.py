@@ -44,6 +44,11 @@ def summary(analysis: Analysis, top: int = 10, width: int = 120) -> Group:
         f"{totals['sync_count']} syncs at {len(analysis.callsites)} call site"
         f"{'' if len(analysis.callsites) == 1 else 's'}\n"
     )
+    if data["verdict"]:
+        head.append(f"verdict: {data['verdict']['text']}\n", style="bold")
+    phases = [_phase_text(phase) for phase in data["phases"]]
+    if len(phases) > 1:
+        head.append("phases: " + " · ".join(phases) + "\n")
     parts: list[Text | Table] = [head]
     if data["callsites"]:
         parts.append(_table(data["callsites"], per_step=bool(steps["count"]), width=width))
@@ -61,17 +66,62 @@ def summary(analysis: Analysis, top: int = 10, width: int = 120) -> Group:
             parts.append(Text(f"#1 {top_site['function']}: {top_site['hint']}", style="dim"))
         if len(analysis.callsites) > top:
             parts.append(Text(f"... {len(analysis.callsites) - top} more call sites (--top, --json)", style="dim"))
+    outside = data["outside_main_loop"][:ONCE_ROWS]
+    if outside and steps["count"]:
+        parts.append(Text("syncs outside the main loop, each with its one-time cost (the host's wait in it):"))
+        parts.append(fitted_table(ONCE_COLUMNS, [_once_cells(site) for site in outside], width))
     parts.extend(Text(f"warning: {warning}", style="yellow") for warning in data["warnings"])
     return Group(*parts)
 
 
+def _phase_text(phase: dict[str, object]) -> str:
+    steps = f" in {phase['intervals']} steps" if phase["phase"] == "main loop" else ""
+    return (
+        f"{phase['phase']} {fixed(phase['duration_ms'], 1)} ms{steps} (GPU idle "  # type: ignore[arg-type]
+        f"{fixed(phase['gpu_idle_pct'], 0)}%, {phase['sync_count']} syncs)"  # type: ignore[arg-type]
+    )
+
+
+def where(frame: dict[str, object]) -> str:
+    """``file.py:12``: the file's name and the line."""
+    return f"{str(frame['file']).rsplit('/', 1)[-1]}:{frame['line']}"
+
+
+def issued_at(site: dict[str, object]) -> str:
+    """Where the sync is issued, when that is not the call site itself (a library's line)."""
+    frame = site["sync_frame"]
+    same = (frame["file"], frame["line"]) == (site["file"], site["line"])  # type: ignore[index]
+    return "" if same else where(frame)  # type: ignore[arg-type]
+
+
+ONCE_ROWS = 5
+ONCE_COLUMNS = [
+    ("phase", "phase", "left"),
+    ("call site", "where", "left"),
+    ("host wait\nms", "wait", "right"),
+    ("syncs", "count", "right"),
+    ("issued at", "issued", "left"),
+]
+
+
+def _once_cells(site: dict[str, object]) -> dict[str, str]:
+    return {
+        "phase": str(site["phase"]),
+        "where": where(site),
+        "wait": fixed(site["host_wait_ms"]),  # type: ignore[arg-type]
+        "count": str(site["count"]),
+        "issued": issued_at(site),
+    }
+
+
 # (header, key of the row's text, justify), most important first: at narrow widths the last go first.
 # Headers break only where written ("\n"); file:line and function names never break.
-def _columns(per_step: bool) -> list[tuple[str, str, str]]:
+def _columns(per_step: bool, library_frames: bool) -> list[tuple[str, str, str]]:
     unit = "ms/step" if per_step else "ms total"
     return [
         ("#", "rank", "right"),
         ("call site", "where", "left"),
+        *([("issued at", "issued", "left")] if library_frames else []),
         ("what-if saving\nms/step", "saving", "right"),
         (f"exposed idle\n{unit}", "exposed", "right"),
         ("function", "function", "left"),
@@ -86,7 +136,8 @@ def _columns(per_step: bool) -> list[tuple[str, str, str]]:
 def _cells(rank: int, site: dict[str, object], per_step: bool) -> dict[str, str]:
     return {
         "rank": str(rank),
-        "where": f"{str(site['file']).rsplit('/', 1)[-1]}:{site['line']}",
+        "where": where(site),
+        "issued": issued_at(site),
         "saving": fixed(site["predicted_saving_ms_per_step"]),  # type: ignore[arg-type]
         "exposed": fixed(site["exposed_idle_ms_per_step" if per_step else "exposed_idle_ms"]),  # type: ignore[arg-type]
         "function": str(site["function"]),
@@ -100,7 +151,7 @@ def _cells(rank: int, site: dict[str, object], per_step: bool) -> dict[str, str]
 
 def _table(callsites: list[dict[str, object]], per_step: bool, width: int) -> Table:
     rows = [_cells(rank, site, per_step) for rank, site in enumerate(callsites, 1)]
-    return fitted_table(_columns(per_step), rows, width)
+    return fitted_table(_columns(per_step, any(row["issued"] for row in rows)), rows, width)
 
 
 def fitted_table(columns: list[tuple[str, str, str]], rows: list[dict[str, str]], width: int) -> Table:

@@ -1,0 +1,95 @@
+"""The program's phases: the main loop's steps apart from what comes before, between and after them.
+
+Start-up (from the capture's start to the first analysed step: model transfer, warm-up steps, library
+autotuning), the main loop (the analysed steps), between steps (the gaps inside the loop's span that no
+analysed step covers: evaluation loops, checkpoints, a step set aside), and teardown (after the last
+step). The per-step figures and the ranking cover the main loop only; a sync elsewhere runs once (or a
+few times), so it is listed with its one-time cost: the time the host spent waiting in it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from nsync.callsites import SITE_KEYS
+from nsync.steps import Steps
+from nsync.timeline import BusyUnion
+
+START_UP, MAIN_LOOP, BETWEEN_STEPS, TEARDOWN = "start-up", "main loop", "between steps", "teardown"
+WHOLE_TRACE = "whole trace"  # no steps: one phase
+PHASE_COLUMNS = ("phase", "start", "end", "duration_ns", "intervals", "gpu_idle_ns", "sync_count", "host_wait_ns")
+PHASE_SITE_COLUMNS = ("phase", *SITE_KEYS, "count", "host_wait_ns")
+SITES_PER_PHASE = 5
+SMALL_GAP = 0.1  # share of the median step under which a gap between steps belongs to the loop
+
+
+def phase_intervals(steps: Steps, span_ns: tuple[int, int]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Each phase's intervals (starts, ends), in time order; phases of no length are left out."""
+    analysed = steps.analysed
+    first, last = span_ns
+    if analysed.empty:
+        return {WHOLE_TRACE: (np.array([first]), np.array([last]))}
+    starts, ends = analysed["start"].to_numpy(np.int64), analysed["end"].to_numpy(np.int64)
+    # a gap of under a tenth of a step (the loop's own bookkeeping between NVTX ranges) is the main loop's
+    gap = starts[1:] - ends[:-1] > SMALL_GAP * np.median(ends - starts)
+    loop_starts = np.concatenate([starts[:1], starts[1:][gap]])
+    loop_ends = np.concatenate([ends[:-1][gap], ends[-1:]])
+    phases = {
+        START_UP: (np.array([first]), starts[:1]),
+        MAIN_LOOP: (loop_starts, loop_ends),
+        BETWEEN_STEPS: (loop_ends[:-1], loop_starts[1:]),
+        TEARDOWN: (ends[-1:], np.array([max(last, int(ends[-1]))])),
+    }
+    return {name: (s, e) for name, (s, e) in phases.items() if (e - s).sum() > 0}
+
+
+def phase_of(intervals: dict[str, tuple[np.ndarray, np.ndarray]], t: np.ndarray) -> np.ndarray:
+    """The phase each instant lies in ('' if none: before the capture's start, say)."""
+    out = np.full(len(t), "", dtype=object)
+    for name, (starts, ends) in intervals.items():
+        k = np.searchsorted(starts, t, side="right") - 1
+        inside = (k >= 0) & (t < ends[np.clip(k, 0, None)])
+        out[inside] = name
+    return out
+
+
+def phase_table(
+    intervals: dict[str, tuple[np.ndarray, np.ndarray]],
+    busy: dict[tuple[int, int], BusyUnion],
+    syncs: pd.DataFrame,
+    steps_count: int,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """One row per phase (its time, the GPUs' idle in it, its syncs and their host wait; ``intervals``: the
+    main loop's steps, the other phases' stretches), and the call sites of the syncs outside the main loop
+    with their one-time cost (host wait), the costliest first."""
+    where = phase_of(intervals, syncs["start"].to_numpy(np.int64)) if len(syncs) else np.zeros(0, object)
+    rows = []
+    for name, (starts, ends) in intervals.items():
+        mine = syncs.loc[where == name]
+        rows.append(
+            {
+                "phase": name,
+                "start": int(starts[0]),
+                "end": int(ends[-1]),
+                "duration_ns": int((ends - starts).sum()),
+                "intervals": len(starts) if name != MAIN_LOOP else steps_count,
+                "gpu_idle_ns": int(sum(int(u.idle_between(starts, ends).sum()) for u in busy.values())),
+                "sync_count": len(mine),
+                "host_wait_ns": int(mine["wait_ns"].sum()) if len(mine) else 0,
+            }
+        )
+    table = pd.DataFrame(rows, columns=list(PHASE_COLUMNS))
+    outside = syncs.loc[(where != MAIN_LOOP) & (where != "")].assign(phase=where[(where != MAIN_LOOP) & (where != "")])
+    if outside.empty:
+        return table, pd.DataFrame({c: pd.Series(dtype=object) for c in PHASE_SITE_COLUMNS})
+    sites = (
+        outside.groupby(["phase", *SITE_KEYS], sort=False)
+        .agg(count=("start", "size"), host_wait_ns=("wait_ns", "sum"))
+        .reset_index()
+        .sort_values("host_wait_ns", ascending=False)
+    )
+    order = {name: i for i, name in enumerate(intervals)}
+    sites = sites.groupby("phase", sort=False).head(SITES_PER_PHASE)
+    sites = sites.sort_values(["phase", "host_wait_ns"], key=lambda c: c.map(order) if c.name == "phase" else -c)
+    return table, sites[list(PHASE_SITE_COLUMNS)].reset_index(drop=True)
