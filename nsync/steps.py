@@ -28,6 +28,7 @@ _STEP_LIKE = re.compile(r"(?<![a-z])(step|iter|iteration|batch)(?![a-z])", re.I)
 MIN_STEPS = 3
 PERIOD_TOLERANCE = 0.05  # an interval between launches of the step kernel is regular within this share
 LONG_STEP = 3.0  # a step this many times the median length is set aside (evaluation, checkpoint...)
+MAX_PERIODS = 8  # candidate periods compared by how well the whole kernel sequence repeats
 MIN_COVERAGE = 0.3  # share of the GPU's busy time that found steps must launch, else they are no steps
 EMPTY_TABLE_COLUMNS = ("start", "end", "name")
 
@@ -235,11 +236,11 @@ def _kernel_period_steps(ops: pd.DataFrame) -> tuple[pd.DataFrame, str] | None:
 
     For each kernel, the gaps (in launches) between its successive launches; its period is the commonest
     gap, and the launches it covers are the sum of the gaps equal to it (within PERIOD_TOLERANCE where no
-    kernel repeats exactly over enough of the trace: a loop whose launches vary with the data). The
-    step kernel covers most (a kernel launched once per step covers the whole loop; one launched in every
-    layer, a layer); among kernels that cover as much, the shortest period, then the kernel whose regular
-    launches start earliest (the first kernel of a step). Its regular intervals are the steps; start-up,
-    evaluation loops and teardown launch other sequences and fall outside them.
+    kernel repeats exactly over enough of the trace: a loop whose launches vary with the data). Of the
+    periods of the kernels that cover most, the step's is the one by which the whole sequence repeats best
+    (shortest of equals); of its kernels, the one whose regular launches start earliest (the first kernel
+    of a step). Its regular intervals are the steps; start-up, evaluation loops and teardown launch other
+    sequences and fall outside them.
     """
     launch, codes, names = _launched_kernels(ops)
     n = len(codes)
@@ -266,8 +267,16 @@ def _kernel_period_steps(ops: pd.DataFrame) -> tuple[pd.DataFrame, str] | None:
         return None
     first = np.full(len(names), n, np.int64)
     np.minimum.at(first, gap_code[regular], gap_at[regular])
-    near_best = np.flatnonzero(covered >= 0.98 * covered.max())
-    step_code = near_best[np.lexsort((first[near_best], period[near_best]))[0]]
+    # The period: of the periods of the kernels that cover most, the one by which the whole sequence repeats
+    # best (a layer's kernels repeat every layer but not across the embedding, the loss, the optimizer);
+    # the shortest of equals (a kernel of every other step repeats as well, but twice as far).
+    candidates = np.flatnonzero(covered >= 0.5 * covered.max())
+    periods = np.unique(period[candidates[np.argsort(-covered[candidates])][:MAX_PERIODS]])
+    repeat = np.array([np.mean(codes[:-p] == codes[p:]) if p < n else 0.0 for p in periods.tolist()])
+    best_period = periods[np.flatnonzero(repeat >= repeat.max() - 0.002)[0]]
+    near_best = candidates[period[candidates] == best_period]
+    near_best = near_best[covered[near_best] >= 0.98 * covered[near_best].max()]
+    step_code = near_best[np.argmin(first[near_best])]
     mine = regular & (gap_code == step_code)
     starts, ends = launch[gap_at[mine]], launch[gap_at[mine] + gap[mine]]
     name = names[step_code]

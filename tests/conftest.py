@@ -61,31 +61,50 @@ def no_nsys_agent_outlives_the_suite() -> Iterator[None]:
             os.kill(pid, signal.SIGKILL)
 
 
-@pytest.fixture(scope="session")
-def h200(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
-    """Path of a real H200 export (fixtures/h200/NAME.sqlite.xz), decompressed once per session."""
-    folder = tmp_path_factory.mktemp("h200")
+def _decompressed(tmp_path_factory: pytest.TempPathFactory, folder: str) -> Callable[[str], Path]:
+    target_folder = tmp_path_factory.mktemp(folder.replace("/", "-"))
 
     def get(name: str) -> Path:
-        target = folder / f"{name}.sqlite"
+        target = target_folder / f"{name}.sqlite"
         if not target.exists():
-            with lzma.open(FIXTURES / "h200" / f"{name}.sqlite.xz") as src, target.open("wb") as dst:
+            with lzma.open(FIXTURES / folder / f"{name}.sqlite.xz") as src, target.open("wb") as dst:
                 shutil.copyfileobj(src, dst)
         return target
 
     return get
 
 
-@pytest.fixture(scope="session")
-def h200_analysis(h200: Callable[[str], Path]) -> Callable[[str], Analysis]:
+def _analysed(trace: Callable[[str], Path]) -> Callable[[str], Analysis]:
     cache: dict[str, Analysis] = {}
 
     def get(name: str) -> Analysis:
         if name not in cache:
-            cache[name] = analyze(h200(name))
+            cache[name] = analyze(trace(name))
         return cache[name]
 
     return get
+
+
+@pytest.fixture(scope="session")
+def h200(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
+    """Path of a real H200 export (fixtures/h200/NAME.sqlite.xz), decompressed once per session."""
+    return _decompressed(tmp_path_factory, "h200")
+
+
+@pytest.fixture(scope="session")
+def h200_analysis(h200: Callable[[str], Path]) -> Callable[[str], Analysis]:
+    return _analysed(h200)
+
+
+@pytest.fixture(scope="session")
+def real(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
+    """Path of a real program's H200 export (fixtures/real/NAME.sqlite.xz), decompressed once per session."""
+    return _decompressed(tmp_path_factory, "real")
+
+
+@pytest.fixture(scope="session")
+def real_analysis(real: Callable[[str], Path]) -> Callable[[str], Analysis]:
+    return _analysed(real)
 
 
 @pytest.fixture

@@ -75,9 +75,12 @@ def test_the_wheel_carries_the_package_templates_and_license() -> None:
     (wheel,) = wheel_dir.glob("nsync-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     shutil.rmtree(wheel_dir, ignore_errors=True)
-    assert {"nsync/templates/__init__.py", "nsync/templates/report.html.j2", "nsync/templates/diff.html.j2"} <= set(
-        names
-    )
+    assert {
+        "nsync/templates/__init__.py",
+        "nsync/templates/report.html.j2",
+        "nsync/templates/diff.html.j2",
+        "nsync/nsys/inject/sitecustomize.py",
+    } <= set(names)
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
     assert not any(n.startswith(("tests/", "fixtures/", "benchmarks/")) for n in names)
 
@@ -117,13 +120,18 @@ def test_installed_diff_writes_html(installed: Path, elsewhere: Path) -> None:
 
 @needs_nsys
 def test_installed_profile_returns_the_programs_exit_code_with_every_output(installed: Path, elsewhere: Path) -> None:
-    (elsewhere / "job.py").write_text("import sys, time\ntime.sleep(0.5)\nprint('working')\nsys.exit(7)\n")
+    # the program runs with nsync's step-mark hook loaded from the installed package (it waits for torch.optim)
+    (elsewhere / "job.py").write_text(
+        "import sys, time\ntime.sleep(0.5)\n"
+        "hooked = any(type(f).__name__ == '_AfterImport' for f in sys.meta_path)\n"
+        "print('working', 'hooked' if hooked else 'not hooked')\nsys.exit(7)\n"
+    )
     python = installed / "python"
     result = nsync(
         installed, elsewhere, "profile", "--python", python, "--no-cpu-sampling", "--json", "r.json", "job.py"
     )
     assert result.returncode == 7, result.stderr
-    assert "working" in result.stdout
+    assert "working hooked" in result.stdout
     assert "the program exited with code 7" in result.stderr
     out = elsewhere / "nsync-out"
     assert (out / "job.sqlite").is_file() and (out / "job.nsys-rep").is_file()

@@ -1,0 +1,152 @@
+"""nsync on real programs nobody on the team wrote, against their measured ground truth.
+
+The traces and the unprofiled timings are in fixtures/real (its README holds the figures, measured on the
+H200 with and without each fix; this test reads them from there). The programs have no NVTX ranges.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from nsync import analyze
+from nsync.analysis import Analysis
+from nsync.nsys.inject import STEP_MARK
+from tests.conftest import FIXTURES
+
+MEASURED_PROGRAMS = ("lstm_lm", "resnet_train", "timm_gradnorm", "hf_trainer", "compiled_train")
+# the line each program's fix removes (by construction of the programs): (file, line) of the call site,
+# or of the frame that issues the sync when a library does
+FIXED_SITE = {
+    "lstm_lm": ("lstm_lm.py", 92),
+    "resnet_train": ("resnet_train.py", 32),
+    "timm_gradnorm": ("timm_gradnorm.py", 30),
+    "hf_trainer": ("trainer.py", 1847),  # logging_nan_inf_filter=False removes the Trainer's NaN/Inf check
+    "compiled_train": ("compiled_train.py", 29),
+}
+
+
+def _tables() -> list[list[dict[str, str]]]:
+    """The README's Markdown tables, as rows of {header: cell}."""
+    tables, rows, header = [], [], None
+    for line in [*(FIXTURES / "real" / "README.md").read_text().splitlines(), ""]:
+        if line.startswith("|"):
+            cells = [c.strip().strip("`") for c in line.strip("|").split("|")]
+            if header is None:
+                header = cells
+            elif not set(line) <= set("|-: "):
+                rows.append(dict(zip(header, cells)))
+        elif header is not None:
+            tables.append(rows)
+            rows, header = [], None
+    return tables
+
+
+TRACES, TIMINGS = _tables()
+TRUE_STEPS = {row["trace"].removesuffix(".sqlite.xz"): int(row["true steps"]) for row in TRACES}
+MEASURED = {row["program"]: row for row in TIMINGS}
+
+
+def measured(program: str) -> tuple[float, float, bool]:
+    """(degraded step ms, saving ms, whether the saving is beyond the noise), from the README."""
+    row = MEASURED[program]
+    return (
+        float(row["degraded median (ms)"]),
+        float(row["saving: median of pairs (ms)"]),
+        row["effect beyond noise"] == "yes",
+    )
+
+
+def fixed_site(analysis: Analysis, program: str) -> dict:
+    name, line = FIXED_SITE[program]
+    for site in analysis.callsites.to_dict("records"):
+        for prefix in ("", "sync_"):
+            if Path(site[f"{prefix}file"]).name == name and site[f"{prefix}line"] == line:
+                return site
+    raise AssertionError(f"no call site {name}:{line} in {program}")
+
+
+@pytest.mark.parametrize("name", sorted(TRUE_STEPS))
+def test_steps_are_found_within_10_percent_of_the_true_count(real_analysis: Callable[[str], Analysis], name: str):
+    found = len(real_analysis(name).steps.table)
+    assert abs(found - TRUE_STEPS[name]) <= 0.1 * TRUE_STEPS[name]
+
+
+@pytest.mark.parametrize("name", ["resnet_train", "timm_gradnorm", "hf_trainer", "compiled_train"])
+def test_without_the_step_marks_the_kernel_period_finds_the_steps(real: Callable[[str], Path], tmp_path, name):
+    """The same export with nsync profile's optimizer-step marks deleted: a trace captured by hand."""
+    copy = tmp_path / f"{name}.sqlite"
+    copy.write_bytes(real(name).read_bytes())
+    with sqlite3.connect(copy) as conn:
+        conn.execute(
+            "DELETE FROM NVTX_EVENTS WHERE text = ? OR textId IN (SELECT id FROM StringIds WHERE value = ?)",
+            (STEP_MARK, STEP_MARK),
+        )
+    steps = analyze(copy).steps
+    assert steps.source.startswith("kernel:")
+    assert abs(len(steps.table) - TRUE_STEPS[name]) <= 0.1 * TRUE_STEPS[name]
+
+
+def test_the_evaluation_loop_and_teardown_are_phases_apart_from_the_main_loop(real_analysis):
+    a = real_analysis("lstm_lm")  # an evaluation after each of its 2 epochs
+    phases = a.phases.set_index("phase")
+    assert list(phases.index) == ["start-up", "main loop", "between steps", "teardown"]
+    assert phases.loc["between steps", "intervals"] == 1  # the evaluation after epoch 1
+    once = a.phase_sites.assign(name=[Path(f).name for f in a.phase_sites["file"]])
+    evaluate = once.loc[(once["name"] == "lstm_lm.py") & (once["line"] == 71)]  # evaluate()'s .item()
+    assert set(evaluate["phase"]) == {"between steps", "teardown"}
+    assert set(evaluate["count"]) == {10}  # 10 evaluation batches each time
+    assert 71 not in set(a.callsites["line"])  # never folded into the per-step figures
+
+
+@pytest.mark.parametrize("program", MEASURED_PROGRAMS)
+def test_the_predicted_saving_is_within_the_tolerance_of_the_measured_one(real_analysis, program):
+    # within max(10 % of the step, 30 % of the measured saving), the measured step and saving unprofiled
+    step_ms, saving_ms, _ = measured(program)
+    predicted_ms = fixed_site(real_analysis(program), program)["predicted_saving_ns_per_step"] / 1e6
+    assert abs(predicted_ms - saving_ms) <= max(0.1 * step_ms, 0.3 * abs(saving_ms))
+
+
+@pytest.mark.parametrize("program", [p for p in MEASURED_PROGRAMS if not measured(p)[2]])
+def test_no_site_of_a_program_whose_syncs_cost_nothing_measurable_is_predicted_above_5_percent(real_analysis, program):
+    step_ms, *_ = measured(program)
+    a = real_analysis(program)
+    assert (a.callsites["predicted_saving_ns_per_step"] / 1e6 <= 0.05 * step_ms).all()
+    assert not a.verdict.worth_fixing and "nothing here is worth fixing" in a.verdict.text
+
+
+def test_the_healthy_twin_has_nothing_worth_fixing(real_analysis):
+    assert not real_analysis("timm_gradnorm_healthy").verdict.worth_fixing
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        "compiled_train",
+        pytest.param(
+            "timm_gradnorm",
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="predicted 1.2 ms (3.8 %) where 2.7 ms (9 %) is measured: the replay removes each .item()'s "
+                "copy call and wait, not the Python around it (150 a step), nor undoes this program's own "
+                "profiler slow-down (x1.9 on the host): per-run calibration is issue 14",
+            ),
+        ),
+    ],
+)
+def test_a_sync_that_measurably_costs_5_percent_is_said_to_be_worth_fixing(real_analysis, program):
+    step_ms, saving_ms, beyond_noise = measured(program)
+    assert beyond_noise and saving_ms >= 0.05 * step_ms  # the premise, from the README
+    verdict = real_analysis(program).verdict
+    assert verdict.worth_fixing and verdict.site == f"{FIXED_SITE[program][0]}:{FIXED_SITE[program][1]}"
+
+
+def test_a_framework_s_three_syncs_under_one_user_line_are_three_rows_naming_the_library_line(real_analysis):
+    a = real_analysis("hf_trainer")
+    per_step = a.callsites.loc[a.callsites["syncs_per_step"] >= 1]
+    assert {Path(f).name for f in per_step["file"]} == {"hf_trainer.py"}  # the user's trainer.train() line
+    issued = {(Path(f).name, int(line)) for f, line in zip(per_step["sync_file"], per_step["sync_line"])}
+    assert issued == {("trainer.py", 1847), ("masking_utils.py", 269), ("operations.py", 160)}
