@@ -142,18 +142,12 @@ def analyze(
     gpu_names = _gpu_names(trace, ops)
     totals = _totals(in_window, idle_by_gpu, int((ends - starts).sum()), gpu_names)
     totals["syncs_outside_window"] = outside = int((~inside).sum())
-    if outside:
-        where = (
-            f"outside the {steps.count} analysed steps (start-up and warm-up, between steps, teardown)"
-            if steps.count
-            else "outside the analysed window"
-        )
+    if outside and not steps.count:  # with steps, the phases count and list them
         many = outside != 1
-        listed = f"; the phases list {'them' if many else 'it'} with a one-time cost" if steps.count else ""
         warnings.append(
             f"{outside} more sync{'s' if many else ''} ({100 * outside / len(syncs):.0f}% of {len(syncs)}) "
-            f"{'lie' if many else 'lies'} {where}: {'they are' if many else 'it is'} not in the per-step "
-            f"figures{listed}"
+            f"{'lie' if many else 'lies'} outside the analysed window: {'they are' if many else 'it is'} not in "
+            "these figures"
         )
     return Analysis(
         trace_path=str(trace.path),

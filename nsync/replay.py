@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from nsync.detect import SyncKind
-from nsync.steps import Steps, gpu_step_times, launched_in_steps, step_containing
+from nsync.steps import Steps, gpu_step_times, launched_in_steps
 from nsync.timeline import GroupedTimes, group_codes
 
 DEFAULT_LATENCY_NS = 5_000
@@ -218,10 +218,11 @@ def step_times_ns(model: ReplayModel, new_end: np.ndarray) -> np.ndarray:
 
 
 # A replay is a loop over syncs (about 20 µs each): at most this many sync-replays per analysis. Every call
-# site is replayed; where that is too many for all the analysed steps, a run of them in the middle is
-# replayed (at least MIN_REPLAY_STEPS), and if even that is too many, the call sites costliest in exposed
-# idle that fit.
+# site is replayed over a run of analysed steps in the middle (MAX_REPLAY_STEPS: the median of that many is
+# steady), fewer where that is too many sync-replays (at least MIN_REPLAY_STEPS), and if even that is too
+# many, the call sites costliest in exposed idle that fit.
 REPLAY_BUDGET = 150_000
+MAX_REPLAY_STEPS = 200
 MIN_REPLAY_STEPS = 8
 
 
@@ -253,14 +254,14 @@ def _median(values: np.ndarray) -> float:
 
 
 def replay_span(steps: Steps, sync_start: np.ndarray, replays: int, budget: int = REPLAY_BUDGET) -> tuple[int, int]:
-    """The analysed steps to replay ([first, stop)): all of them if ``replays`` replays of their syncs fit
-    the budget, else a run in the middle that does (at least MIN_REPLAY_STEPS)."""
+    """The analysed steps to replay ([first, stop)): a run in the middle of at most MAX_REPLAY_STEPS, fewer
+    if ``replays`` replays of their syncs would not fit the budget (but at least MIN_REPLAY_STEPS)."""
     analysed = steps.analysed
     count = len(analysed)
-    inside = step_containing(analysed.reset_index(drop=True), sync_start) >= 0
-    per_step = max(int(inside.sum()) / max(count, 1), 1e-9)
-    fit = int(budget / (replays * per_step))
-    keep = min(count, max(fit, MIN_REPLAY_STEPS))
+    start, end = int(analysed["start"].iloc[0]), int(analysed["end"].iloc[-1])
+    # the syncs of the analysed span, between its steps too: the replay re-times all of them
+    per_step = max(int(((sync_start >= start) & (sync_start < end)).sum()) / count, 1e-9)
+    keep = min(count, MAX_REPLAY_STEPS, max(int(budget / (replays * per_step)), MIN_REPLAY_STEPS))
     first = (count - keep) // 2
     return first, first + keep
 

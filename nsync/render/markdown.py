@@ -73,17 +73,18 @@ def render_markdown(analysis: Analysis, top: int = 10) -> str:
             )
     outside = data["outside_main_loop"][:ONCE_ROWS]
     if outside and steps["count"]:
+        library = any(issued_at(site) for site in outside)
         lines += [
             "",
             "Syncs outside the main loop, with their one-time cost (the host's wait in them):",
             "",
-            "| phase | call site | issued at | syncs | host wait ms |",
-            "|---|---|---|---:|---:|",
+            f"| phase | call site |{' issued at |' if library else ''} syncs | host wait ms |",
+            f"|---|---|{'---|' if library else ''}---:|---:|",
         ]
         for site in outside:
-            issued = code_span(issued_at(site)) if issued_at(site) else ""
+            issued = f" {code_span(issued_at(site)) if issued_at(site) else ''} |" if library else ""
             lines.append(
-                f"| {site['phase']} | {code_span(where(site))} | {issued} | {site['count']} | "
+                f"| {site['phase']} | {code_span(where(site))} |{issued} {site['count']} | "
                 f"{fixed(site['host_wait_ms'])} |"
             )
     for warning in data["warnings"]:  # a blank line between them: one quote each, not one merged paragraph

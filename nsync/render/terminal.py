@@ -69,7 +69,9 @@ def summary(analysis: Analysis, top: int = 10, width: int = 120) -> Group:
     outside = data["outside_main_loop"][:ONCE_ROWS]
     if outside and steps["count"]:
         parts.append(Text("syncs outside the main loop, each with its one-time cost (the host's wait in it):"))
-        parts.append(fitted_table(ONCE_COLUMNS, [_once_cells(site) for site in outside], width))
+        rows = [_once_cells(site) for site in outside]
+        issued = [("issued at", "issued", "left")] if any(row["issued"] for row in rows) else []
+        parts.append(fitted_table([*ONCE_COLUMNS, *issued], rows, width))
     parts.extend(Text(f"warning: {warning}", style="yellow") for warning in data["warnings"])
     return Group(*parts)
 
@@ -78,7 +80,7 @@ def _phase_text(phase: dict[str, object]) -> str:
     steps = f" in {phase['intervals']} steps" if phase["phase"] == "main loop" else ""
     return (
         f"{phase['phase']} {fixed(phase['duration_ms'], 1)} ms{steps} (GPU idle "  # type: ignore[arg-type]
-        f"{fixed(phase['gpu_idle_pct'], 0)}%, {phase['sync_count']} syncs)"  # type: ignore[arg-type]
+        f"{fixed(phase['gpu_idle_pct'], 0)}%, {phase['sync_count']} sync{'' if phase['sync_count'] == 1 else 's'})"  # type: ignore[arg-type]
     )
 
 
@@ -100,7 +102,6 @@ ONCE_COLUMNS = [
     ("call site", "where", "left"),
     ("host wait\nms", "wait", "right"),
     ("syncs", "count", "right"),
-    ("issued at", "issued", "left"),
 ]
 
 
