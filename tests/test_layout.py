@@ -48,7 +48,10 @@ def test_the_readme_sample_is_what_the_tool_prints() -> None:
 
 
 def test_markdown_code_spans_are_literal_and_warnings_stay_apart(h200_analysis) -> None:
-    text = render_markdown(h200_analysis("p2"))
+    import dataclasses
+
+    analysis = h200_analysis("p2")  # one warning of its own (frames not exported), and a second one
+    text = render_markdown(dataclasses.replace(analysis, warnings=[*analysis.warnings, "a second warning"]))
     assert "| `<unknown>:0` |" in text and "&lt;unknown" not in text
     quotes = [i for i, line in enumerate(text.splitlines()) if line.startswith("> ")]
     assert len(quotes) == 2 and quotes[1] - quotes[0] == 2  # a blank line between: two paragraphs
