@@ -131,13 +131,17 @@ def _per_step_pair(baseline: Analysis, candidate: Analysis, key: str) -> dict[st
 def _sites(analysis: Analysis) -> pd.DataFrame:
     sites = analysis.callsites
     if sites.empty:
-        return pd.DataFrame({"name": [], "line": [], "function": [], "file": [], "per_step_ns": []})
+        return pd.DataFrame({"name": [], "line": [], "function": [], "issued": [], "file": [], "per_step_ns": []})
     per = analysis.steps.count or np.nan
+    own = (sites["sync_file"] == sites["file"]) & (sites["sync_line"] == sites["line"])
+    issued = [f"{Path(str(f)).name}:{ln}" for f, ln in zip(sites["sync_file"], sites["sync_line"])]
     return pd.DataFrame(
         {
             "name": [Path(str(f)).name for f in sites["file"]],
             "line": sites["line"].astype(int),
             "function": sites["function"].astype(str),
+            # where a library issues the sync ('' when it is the user's own line, which may move)
+            "issued": np.where(own.to_numpy(), "", np.array(issued, dtype=object)),
             "file": sites["file"].astype(str),
             "per_step_ns": sites["exposed_idle_ns"].astype(float) / per,
         }
@@ -145,23 +149,25 @@ def _sites(analysis: Analysis) -> pd.DataFrame:
 
 
 def compare_callsites(baseline: Analysis, candidate: Analysis) -> pd.DataFrame:
-    """Call sites of both runs matched by file name, line and function (then by file name and function
-    alone, when that pairs exactly one site on each side: the line moved), with their change per step."""
+    """Call sites of both runs matched by file name, line, function and the library line that issues the
+    sync (then without the line, when that pairs exactly one site on each side: the line moved), with their
+    change per step."""
     base, cand = _sites(baseline), _sites(candidate)
-    exact = ["name", "line", "function"]
+    exact = ["name", "line", "function", "issued"]
     merged = base.merge(cand, on=exact, how="outer", suffixes=("_b", "_c"), indicator=True)
     only_b = merged.loc[merged["_merge"] == "left_only"]
     only_c = merged.loc[merged["_merge"] == "right_only"]
-    loose = ["name", "function"]
+    loose = ["name", "function", "issued"]
     unique_b = only_b.drop_duplicates(loose, keep=False)
     unique_c = only_c.drop_duplicates(loose, keep=False)
     moved = unique_b.merge(unique_c, on=loose, suffixes=("_l", "_r"))
     rows = merged.loc[merged["_merge"] == "both"].assign(line_b=lambda d: d["line"], line_c=lambda d: d["line"])
-    rows = rows[["name", "function", "file_b", "line_b", "line_c", "per_step_ns_b", "per_step_ns_c"]]
+    rows = rows[["name", "function", "issued", "file_b", "line_b", "line_c", "per_step_ns_b", "per_step_ns_c"]]
     moved_rows = pd.DataFrame(
         {
             "name": moved["name"],
             "function": moved["function"],
+            "issued": moved["issued"],
             "file_b": moved["file_b_l"],
             "line_b": moved["line_l"],
             "line_c": moved["line_r"],
@@ -169,13 +175,14 @@ def compare_callsites(baseline: Analysis, candidate: Analysis) -> pd.DataFrame:
             "per_step_ns_c": moved["per_step_ns_c_r"],
         }
     )
-    paired = set(zip(moved["name"], moved["function"]))
-    rest_b = only_b.loc[[(n, f) not in paired for n, f in zip(only_b["name"], only_b["function"])]]
-    rest_c = only_c.loc[[(n, f) not in paired for n, f in zip(only_c["name"], only_c["function"])]]
+    paired = set(zip(moved["name"], moved["function"], moved["issued"]))
+    rest_b = only_b.loc[[key not in paired for key in zip(only_b["name"], only_b["function"], only_b["issued"])]]
+    rest_c = only_c.loc[[key not in paired for key in zip(only_c["name"], only_c["function"], only_c["issued"])]]
     removed = pd.DataFrame(
         {
             "name": rest_b["name"],
             "function": rest_b["function"],
+            "issued": rest_b["issued"],
             "file_b": rest_b["file_b"],
             "line_b": rest_b["line"],
             "line_c": np.nan,
@@ -187,6 +194,7 @@ def compare_callsites(baseline: Analysis, candidate: Analysis) -> pd.DataFrame:
         {
             "name": rest_c["name"],
             "function": rest_c["function"],
+            "issued": rest_c["issued"],
             "file_b": rest_c["file_c"],
             "line_b": np.nan,
             "line_c": rest_c["line"],

@@ -150,3 +150,12 @@ def test_a_framework_s_three_syncs_under_one_user_line_are_three_rows_naming_the
     assert {Path(f).name for f in per_step["file"]} == {"hf_trainer.py"}  # the user's trainer.train() line
     issued = {(Path(f).name, int(line)) for f, line in zip(per_step["sync_file"], per_step["sync_line"])}
     assert issued == {("trainer.py", 1847), ("masking_utils.py", 269), ("operations.py", 160)}
+
+
+def test_diff_matches_each_library_line_on_its_own(real_analysis):
+    from nsync import diff
+
+    a = real_analysis("hf_trainer")
+    result = diff(a, a)  # the same run on both sides: every call site paired with itself, none crossed
+    assert len(result.callsites) == len(a.callsites)
+    assert set(result.callsites["status"]) == {"unchanged"}

@@ -41,6 +41,7 @@ def diff_to_dict(result: Diff) -> dict[str, Any]:
             "line": None if math.isnan(row["line_c"]) else int(row["line_c"]),
             "baseline_line": None if math.isnan(row["line_b"]) else int(row["line_b"]),
             "function": row["function"],
+            "issued_at": row["issued"] or None,
             "status": row["status"],
             "baseline_exposed_idle_ms_per_step": ns_to_ms(row["per_step_ns_b"]),
             "candidate_exposed_idle_ms_per_step": ns_to_ms(row["per_step_ns_c"]),
@@ -105,7 +106,9 @@ def render_diff_markdown(result: Diff, top: int = 10) -> str:
             "|---|---|---|---:|---:|---:|",
         ]
         lines += [
-            f"| {code_span(Path(s['file']).name + ':' + str(s['line']))} | {cell(s['function'])} | {s['status']} | "
+            f"| {code_span(Path(s['file']).name + ':' + str(s['line']))}"
+            f"{' (issued at ' + code_span(s['issued_at']) + ')' if s['issued_at'] else ''} | {cell(s['function'])} | "
+            f"{s['status']} | "
             f"{_num(s['baseline_exposed_idle_ms_per_step'])} | {_num(s['candidate_exposed_idle_ms_per_step'])} | "
             f"{_num(s['delta_ms_per_step'], sign=True)} |"
             for s in sites
@@ -122,8 +125,10 @@ def diff_summary(result: Diff, top: int = 10, width: int = 120) -> Group:
         Text(headline(result), style=VERDICT_STYLE.get(result.verdict, "")),
     ]
     parts += [Text(f"inconclusive because {reason}", style="yellow") for reason in result.reasons]
+    library = any(site["issued_at"] for site in data["callsites"][:top])
     columns = [
         ("call site", "where", "left"),
+        *([("issued at", "issued", "left")] if library else []),
         ("delta\nms/step", "delta", "right"),
         ("status", "status", "left"),
         ("baseline\nms/step", "baseline", "right"),
@@ -133,6 +138,7 @@ def diff_summary(result: Diff, top: int = 10, width: int = 120) -> Group:
     rows = [
         {
             "where": f"{Path(site['file']).name}:{site['line']}",
+            "issued": site["issued_at"] or "",
             "function": str(site["function"]),
             "status": site["status"],
             "baseline": _num(site["baseline_exposed_idle_ms_per_step"]),

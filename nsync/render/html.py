@@ -159,6 +159,9 @@ def render_diff_html(result: Diff) -> str:
     windows = [median_step_window(a) for a in (result.baseline, result.candidate)]
     lengths = [(w[1] - w[0]) / 1e6 for w in windows if w is not None]
     x_max = max(lengths) if lengths else None
+    data = diff_to_dict(result)
+    for site in data["callsites"]:
+        site["where"] = where(site)
     figures = [
         _figure_html(timeline_figure(a, w, x_max) if w else None, f"timeline-{side}")
         for a, w, side in zip((result.baseline, result.candidate), windows, ("baseline", "candidate"))
@@ -167,7 +170,7 @@ def render_diff_html(result: Diff) -> str:
         environment()
         .get_template("diff.html.j2")
         .render(
-            data=diff_to_dict(result),
+            data=data,
             headline=headline(result),
             plotly_js=plotly.offline.get_plotlyjs(),
             baseline_timeline=figures[0],
