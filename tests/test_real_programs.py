@@ -15,6 +15,7 @@ import pytest
 from nsync import analyze
 from nsync.analysis import Analysis
 from nsync.nsys.inject import STEP_MARK
+from tests.browser import load, needs_chromium
 from tests.conftest import FIXTURES
 
 MEASURED_PROGRAMS = ("lstm_lm", "resnet_train", "timm_gradnorm", "hf_trainer", "compiled_train")
@@ -159,3 +160,16 @@ def test_diff_matches_each_library_line_on_its_own(real_analysis):
     result = diff(a, a)  # the same run on both sides: every call site paired with itself, none crossed
     assert len(result.callsites) == len(a.callsites)
     assert set(result.callsites["status"]) == {"unchanged"}
+
+
+@needs_chromium
+def test_the_html_report_shows_the_verdict_the_phases_and_the_library_lines(real_analysis, tmp_path):
+    from nsync import render_html
+
+    page = tmp_path / "hf.html"
+    page.write_text(render_html(real_analysis("hf_trainer")))
+    dom, console = load(page)
+    assert not [m for m in console if "Error" in m]
+    assert 'id="verdict"' in dom and "nothing here is worth fixing for speed" in dom
+    assert 'id="phases"' in dom and "start-up" in dom and "teardown" in dom
+    assert all(line in dom for line in ("trainer.py:1847", "masking_utils.py:269", "operations.py:160"))

@@ -108,7 +108,8 @@ def render_html(analysis: Analysis, top: int = 50, source_dirs: list[Path] | Non
         "gpu_busy_pct": None if totals["gpu_idle_pct"] is None else 100 - totals["gpu_idle_pct"],
         "gpu_idle_ms_per_step": totals["gpu_idle_ms"] / per_step if per_step else None,
         "exposed_ms_per_step": totals["exposed_idle_ms"] / per_step if per_step else None,
-        "exposed_hot": totals["exposed_idle_ms"] >= 0.0005,  # red only for idle that shows at 3 decimals
+        # red only when it matters: the verdict says a fix pays (without a verdict: idle that shows at 3 decimals)
+        "exposed_hot": data["verdict"]["worth_fixing"] if data["verdict"] else totals["exposed_idle_ms"] >= 0.0005,
         "exposed_pct": 100 * totals["exposed_idle_ms"] / (totals["span_ms"] * totals["gpu_count"])
         if totals["span_ms"] and totals["gpu_count"]
         else None,
@@ -142,6 +143,7 @@ def render_html(analysis: Analysis, top: int = 50, source_dirs: list[Path] | Non
             library_frames=any(site["issued_at"] for site in data["callsites"]),
             phases=phases,
             outside=outside if per_step else [],
+            outside_library_frames=any(site["issued_at"] for site in outside),
             all_fixed_saving_text=fixed(what_if["unprofiled_step_ms"] - what_if["predicted_step_ms_without_syncs"])
             if what_if and None not in (what_if["unprofiled_step_ms"], what_if["predicted_step_ms_without_syncs"])
             else "-",
