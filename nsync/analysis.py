@@ -22,7 +22,7 @@ from nsync.load import Stack, Trace, load_trace
 from nsync.memory import release_freed_memory
 from nsync.phases import PHASE_COLUMNS, PHASE_SITE_COLUMNS, phase_intervals, phase_table
 from nsync.replay import WhatIf, what_if
-from nsync.steps import Steps, find_steps, gpu_step_times, launched_in_steps
+from nsync.steps import Steps, empty_steps_table, find_steps, gpu_step_times, launched_in_steps
 
 SCHEMA = "nsync.analysis/1"
 # one row per analysed step
@@ -67,7 +67,7 @@ class Verdict:
     largest_saving_ns: float
     step_ns: float
     worth_fixing: bool
-    site: str  # the call site that saves most: "file.py:12"
+    site: str  # the call site that saves most: "file.py:12", "run.py:9 (issued at trainer.py:1847)"
 
     @property
     def share(self) -> float:
@@ -184,7 +184,10 @@ def _verdict(callsites: pd.DataFrame, predicted: WhatIf | None, config: Analysis
         return Verdict(0.0, predicted.unprofiled_step_ns, False, "")
     best = int(np.nanargmax(np.where(known, saving, -np.inf)))
     largest = max(float(saving[best]), 0.0)
-    site = f"{Path(str(callsites['file'].iloc[best])).name}:{int(callsites['line'].iloc[best])}"
+    row = callsites.iloc[best]
+    site = f"{Path(str(row['file'])).name}:{int(row['line'])}"
+    if (row["sync_file"], row["sync_line"]) != (row["file"], row["line"]):  # a library issues it
+        site += f" (issued at {Path(str(row['sync_file'])).name}:{int(row['sync_line'])})"
     worth = largest >= config.worth_fixing_share * predicted.unprofiled_step_ns
     return Verdict(largest, predicted.unprofiled_step_ns, worth, site)
 
@@ -263,7 +266,7 @@ def _empty_reason(trace: Trace, config: AnalysisConfig) -> str:
 
 
 def _empty(trace: Trace, config: AnalysisConfig, reason: str) -> Analysis:
-    steps = Steps(table=pd.DataFrame({"start": [], "end": [], "name": []}), source="none", warmup=0)
+    steps = Steps(table=empty_steps_table(), source="none", warmup=0)
     return Analysis(
         trace_path=str(trace.path),
         nsys_version=trace.nsys_version,

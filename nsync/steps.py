@@ -30,7 +30,6 @@ PERIOD_TOLERANCE = 0.05  # an interval between launches of the step kernel is re
 LONG_STEP = 3.0  # a step this many times the median length is set aside (evaluation, checkpoint...)
 MAX_PERIODS = 8  # candidate periods compared by how well the whole kernel sequence repeats
 MIN_COVERAGE = 0.3  # share of the GPU's busy time that found steps must launch, else they are no steps
-EMPTY_TABLE_COLUMNS = ("start", "end", "name")
 
 
 @dataclass(frozen=True)

@@ -58,6 +58,7 @@ def analysis_to_dict(analysis: Analysis, top: int | None = None) -> dict[str, An
             "source": steps.source,
             "total": len(steps.table),
             "warmup_skipped": steps.warmup,
+            "set_aside": steps.set_aside,
         },
         "window": {"start_ns": analysis.window_ns[0], "end_ns": analysis.window_ns[1]},
         "totals": {
