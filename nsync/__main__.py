@@ -7,6 +7,7 @@ import sys
 
 
 def main() -> None:
+    sys.unraisablehook = _interrupted_or_default
     try:
         from nsync.cli import run
 
@@ -19,6 +20,16 @@ def main() -> None:
     except BrokenPipeError:  # the reader went away (`nsync analyze ... | head`): nothing left to say
         drop_stdout()
     sys.exit(code)
+
+
+def _interrupted_or_default(unraisable: sys.UnraisableHookArgs) -> None:
+    """A Ctrl-C that lands inside a compiled module's import (pandas) cannot be raised there: Python prints
+    it as "Exception ignored ... KeyboardInterrupt" and goes on. End the command as any Ctrl-C does."""
+    if unraisable.exc_type is not None and issubclass(unraisable.exc_type, KeyboardInterrupt):
+        sys.stderr.write("nsync: interrupted\n")
+        sys.stderr.flush()
+        os._exit(130)
+    sys.__unraisablehook__(unraisable)
 
 
 def drop_stdout() -> None:

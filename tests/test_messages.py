@@ -6,6 +6,7 @@ import json
 import signal
 import stat
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -95,6 +96,24 @@ def interruptible() -> None:
     """In the child: SIGINT back to its default, which a suite started in the background has ignored (and an
     ignored SIGINT is inherited, so Python would install no KeyboardInterrupt handler at all)."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def test_a_ctrl_c_python_cannot_raise_ends_the_command_too() -> None:
+    """A SIGINT that lands in a compiled module's import (pandas' Cython, seen once in 4 Ctrl-Cs at 50 ms) is
+    an "unraisable" KeyboardInterrupt: Python prints it with a traceback and goes on. A finaliser raising
+    KeyboardInterrupt takes the same path."""
+    program = (
+        "import sys\nfrom nsync.__main__ import _interrupted_or_default\n{hook}"
+        "class Interrupted:\n    def __del__(self):\n        raise KeyboardInterrupt\n"
+        "Interrupted()\nprint('went on')\n"
+    )
+    plain = subprocess.run([sys.executable, "-c", program.format(hook="")], capture_output=True, text=True)
+    assert "went on" in plain.stdout and "Traceback" in plain.stderr  # the premise: Python alone goes on
+    hooked = subprocess.run(
+        [sys.executable, "-c", program.format(hook="sys.unraisablehook = _interrupted_or_default\n")],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert (hooked.returncode, hooked.stdout, hooked.stderr) == (130, "", "nsync: interrupted\n")
 
 
 def test_ctrl_c_at_any_moment_prints_no_traceback() -> None:
