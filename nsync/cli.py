@@ -129,7 +129,8 @@ def reported(command: Callable[..., None]) -> Callable[..., None]:
     "analyze",
     epilog="Examples:\n\n  nsync analyze report.sqlite\n\n"
     "  nsync analyze report.sqlite --json result.json --top 20\n\n"
-    "  nsync analyze report.sqlite --step-range train_step --json -",
+    "  nsync analyze report.sqlite --step-range train_step --json -\n\n"
+    "  nsync analyze report.sqlite --fail-above 5   # CI: fail when a sync costs over 5 % of a step",
 )
 @reported
 def analyze_command(
@@ -186,7 +187,7 @@ def _gate(result: nsync.Analysis, fail_above_pct: float) -> None:
     verdict = result.verdict
     if verdict is None:
         reason = next((w for w in result.warnings if "what-if" in w), "no steps, so no what-if prediction")
-        err.print(f"nsync: --fail-above cannot gate this trace: {reason}", markup=False)
+        err.print(f"nsync: error: --fail-above cannot gate this trace: {reason}", markup=False)
         raise typer.Exit(1)
     if 100 * verdict.share > fail_above_pct:
         err.print(

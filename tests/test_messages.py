@@ -190,3 +190,17 @@ def test_a_cuda_c_trace_gets_cuda_hints(build) -> None:
     b.memcpy(1, "cudaMemcpy_v3020", 3010, 3100, 3000, 3050, copy_kind=2, src_kind=2, dst_kind=1)
     hints = set(build(b).callsites["short_hint"])
     assert hints == {"wait later, on an event", "use cudaMemcpyAsync"}
+
+
+def test_fail_above_gates_on_the_largest_predicted_saving(tmp_path: Path) -> None:
+    # print_deg: fixing the print saves 0.39 of 3.18 ms a step (12 %), measured 0.39 of 3.22 unprofiled
+    failed = run("analyze", ROOT / "fixtures/h200/print_deg.sqlite.xz", "--fail-above", "5")
+    assert failed.returncode == 3
+    assert "fixing w_print.py:19 is predicted to save 12.3 % of a step (> 5 %)" in failed.stderr
+    assert run("analyze", ROOT / "fixtures/h200/print_deg.sqlite.xz", "--fail-above", "15").returncode == 0
+    # one kernel and one sync: no steps, no prediction, so the gate cannot pass
+    b = TraceBuilder()
+    b.kernel(1, 0, 10, 1010, name="k1")
+    b.stream_sync(1, 20, 1015)
+    unknown = run("analyze", b.write(tmp_path / "once.sqlite"), "--fail-above", "5")
+    assert_one_line_error(unknown, 1, "--fail-above cannot gate this trace: what-if replay needs steps")
