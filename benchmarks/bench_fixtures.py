@@ -1,4 +1,5 @@
-"""Time `nsync.analyze` on the bundled real traces (after start-up), best of N runs.
+"""Time `nsync.analyze` on the bundled real traces (fixtures/h200 and fixtures/real; after start-up), best
+of N runs.
 
 Usage: python benchmarks/bench_fixtures.py [N]
 """
@@ -15,12 +16,12 @@ from pathlib import Path
 
 import nsync
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "h200"
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
 
 def main(repeats: int = 5) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        for xz in sorted(FIXTURES.glob("*.sqlite.xz")):
+        for xz in [*sorted(FIXTURES.glob("h200/*.sqlite.xz")), *sorted(FIXTURES.glob("real/*.sqlite.xz"))]:
             path = Path(tmp) / xz.stem
             with lzma.open(xz) as src, path.open("wb") as dst:
                 shutil.copyfileobj(src, dst)
@@ -33,7 +34,7 @@ def main(repeats: int = 5) -> None:
                 nsync.analyze(path)
                 best = min(best, time.perf_counter() - start)
             rate = rows / best / 1e6
-            print(f"{xz.stem:22s} {rows / 1e6:6.3f} M rows  analyze {best * 1e3:7.1f} ms  ({rate:.2f} M rows/s)")
+            print(f"{xz.stem:32s} {rows / 1e6:6.3f} M rows  analyze {best * 1e3:7.1f} ms  ({rate:.2f} M rows/s)")
 
 
 if __name__ == "__main__":

@@ -231,25 +231,25 @@ def _sampled_stacks(samples: pd.DataFrame, syncs: pd.DataFrame) -> np.ndarray:
 
 def label_callsites(syncs: pd.DataFrame, stacks: list[Stack]) -> pd.DataFrame:
     """Add each sync's call site: the user's frame (file, line, function), the frame that issues the sync
-    (sync_file, sync_line, sync_function), and ``site_id``, one per distinct pair (worked out once per
+    (sync_file, sync_line, sync_function), and ``site_id``, one per distinct pair (all worked out once per
     distinct stack)."""
     keys = pd.MultiIndex.from_arrays([syncs["stack_id"], syncs["callsite_source"]])
     distinct = keys.unique()
     position = distinct.get_indexer(keys)
+    api_of_stack = pd.Series(syncs["api"].to_numpy(dtype=object)).groupby(position).first()
     no_frame = Frame("", UNKNOWN_FILE, 0)
-    user = [callsite_frame(stacks[i], src) if i >= 0 else no_frame for i, src in distinct]
-    issuing = [sync_frame(stacks[i], src) if i >= 0 else no_frame for i, src in distinct]
-    columns = {}
-    for prefix, frames in (("", user), ("sync_", issuing)):
-        functions = np.array([f.function for f in frames], dtype=object)[position]
-        unnamed = functions == ""
-        functions[unnamed] = syncs["api"].to_numpy(dtype=object)[unnamed]
-        columns[f"{prefix}file"] = np.array([f.file for f in frames], dtype=object)[position]
-        columns[f"{prefix}line"] = np.array([f.line for f in frames], dtype=np.int64)[position]
-        columns[f"{prefix}function"] = functions
-    labelled = syncs.assign(**columns)
-    site_id, _ = pd.MultiIndex.from_frame(labelled[SITE_KEYS]).factorize() if len(labelled) else (np.zeros(0), None)
-    return labelled.assign(site_id=np.asarray(site_id, np.int64))
+    labels = []
+    for k, (stack_id, source) in enumerate(distinct):  # one per distinct stack: a few hundred at most
+        user = callsite_frame(stacks[stack_id], source) if stack_id >= 0 else no_frame
+        issuing = sync_frame(stacks[stack_id], source) if stack_id >= 0 else no_frame
+        api = str(api_of_stack.get(k, ""))  # a frame with no function is named by its API
+        labels.append((user.file, user.line, user.function or api, issuing.file, issuing.line, issuing.function or api))
+    table = pd.DataFrame(labels, columns=SITE_KEYS)
+    site_of_stack, _ = pd.MultiIndex.from_frame(table).factorize() if len(table) else (np.zeros(0, np.int64), None)
+    return syncs.assign(
+        **{column: table[column].to_numpy()[position] for column in SITE_KEYS},
+        site_id=np.asarray(site_of_stack, np.int64)[position] if len(table) else np.zeros(0, np.int64),
+    )
 
 
 def rank_callsites(syncs: pd.DataFrame, stacks: list[Stack], step_count: int) -> pd.DataFrame:
@@ -275,14 +275,14 @@ def rank_callsites(syncs: pd.DataFrame, stacks: list[Stack], step_count: int) ->
     ]
     if syncs.empty:
         return pd.DataFrame({c: pd.Series(dtype=object) for c in columns})
-    keys = ["site_id", *SITE_KEYS]
     ordered = syncs.sort_values(["global_tid", "start"])
     # An execution of a line: consecutive syncs from it on one thread within one step (print(t) = 8 syncs).
     run = ["site_id", "global_tid", "step"]
     changed = ordered[run].ne(ordered[run].shift(1)).any(axis=1)
     ordered = ordered.assign(execution=changed.to_numpy(np.int64))
-    grouped = ordered.groupby(keys, sort=False, dropna=False)
+    grouped = ordered.groupby("site_id", sort=False)
     table = grouped.agg(
+        **{column: (column, "first") for column in SITE_KEYS},
         count=("start", "size"),
         executions=("execution", "sum"),
         exposed_idle_ns=("exposed_idle_ns", "sum"),

@@ -45,12 +45,11 @@ def phase_intervals(steps: Steps, span_ns: tuple[int, int]) -> dict[str, tuple[n
 
 
 def phase_of(intervals: dict[str, tuple[np.ndarray, np.ndarray]], t: np.ndarray) -> np.ndarray:
-    """The phase each instant lies in ('' if none: before the capture's start, say)."""
-    out = np.full(len(t), "", dtype=object)
-    for name, (starts, ends) in intervals.items():
+    """The index (into ``intervals``) of the phase each instant lies in, or -1 (before the CUDA span, say)."""
+    out = np.full(len(t), -1, np.int64)
+    for code, (starts, ends) in enumerate(intervals.values()):
         k = np.searchsorted(starts, t, side="right") - 1
-        inside = (k >= 0) & (t < ends[np.clip(k, 0, None)])
-        out[inside] = name
+        out[(k >= 0) & (t < ends[np.clip(k, 0, None)])] = code
     return out
 
 
@@ -63,33 +62,36 @@ def phase_table(
     """One row per phase (its time, the GPUs' idle in it, its syncs and their host wait; ``intervals``: the
     main loop's steps, the other phases' stretches), and the call sites of the syncs outside the main loop
     with their one-time cost (host wait), the costliest first."""
-    where = phase_of(intervals, syncs["start"].to_numpy(np.int64)) if len(syncs) else np.zeros(0, object)
-    rows = []
-    for name, (starts, ends) in intervals.items():
-        mine = syncs.loc[where == name]
-        rows.append(
-            {
-                "phase": name,
-                "start": int(starts[0]),
-                "end": int(ends[-1]),
-                "duration_ns": int((ends - starts).sum()),
-                "intervals": len(starts) if name != MAIN_LOOP else steps_count,
-                "gpu_idle_ns": int(sum(int(u.idle_between(starts, ends).sum()) for u in busy.values())),
-                "sync_count": len(mine),
-                "host_wait_ns": int(mine["wait_ns"].sum()) if len(mine) else 0,
-            }
-        )
-    table = pd.DataFrame(rows, columns=list(PHASE_COLUMNS))
-    outside = syncs.loc[(where != MAIN_LOOP) & (where != "")].assign(phase=where[(where != MAIN_LOOP) & (where != "")])
-    if outside.empty:
-        return table, pd.DataFrame({c: pd.Series(dtype=object) for c in PHASE_SITE_COLUMNS})
-    sites = (
-        outside.groupby(["phase", *SITE_KEYS], sort=False)
-        .agg(count=("start", "size"), host_wait_ns=("wait_ns", "sum"))
-        .reset_index()
-        .sort_values("host_wait_ns", ascending=False)
+    names = list(intervals)
+    where = phase_of(intervals, syncs["start"].to_numpy(np.int64)) if len(syncs) else np.zeros(0, np.int64)
+    known = where >= 0
+    wait = syncs["wait_ns"].to_numpy(np.int64) if len(syncs) else np.zeros(0, np.int64)
+    count = np.bincount(where[known], minlength=len(names))
+    waited = np.bincount(where[known], weights=wait[known], minlength=len(names))
+    table = pd.DataFrame(
+        {
+            "phase": names,
+            "start": [int(s[0]) for s, _ in intervals.values()],
+            "end": [int(e[-1]) for _, e in intervals.values()],
+            "duration_ns": [int((e - s).sum()) for s, e in intervals.values()],
+            "intervals": [steps_count if n == MAIN_LOOP else len(s) for n, (s, _) in intervals.items()],
+            "gpu_idle_ns": [sum(int(u.idle_between(s, e).sum()) for u in busy.values()) for s, e in intervals.values()],
+            "sync_count": count.astype(np.int64),
+            "host_wait_ns": waited.astype(np.int64),
+        },
+        columns=list(PHASE_COLUMNS),
     )
-    order = {name: i for i, name in enumerate(intervals)}
+    main = names.index(MAIN_LOOP) if MAIN_LOOP in names else -2
+    outside = known & (where != main)
+    if not outside.any():
+        return table, pd.DataFrame({c: pd.Series(dtype=object) for c in PHASE_SITE_COLUMNS})
+    rows = syncs.loc[outside, ["site_id", *SITE_KEYS, "wait_ns"]].assign(phase=where[outside])
+    sites = (
+        rows.groupby(["phase", "site_id"], sort=True)
+        .agg(**{c: (c, "first") for c in SITE_KEYS}, count=("wait_ns", "size"), host_wait_ns=("wait_ns", "sum"))
+        .reset_index()
+        .sort_values(["phase", "host_wait_ns"], ascending=[True, False], kind="stable")
+    )
     sites = sites.groupby("phase", sort=False).head(SITES_PER_PHASE)
-    sites = sites.sort_values(["phase", "host_wait_ns"], key=lambda c: c.map(order) if c.name == "phase" else -c)
+    sites = sites.assign(phase=np.array(names, dtype=object)[sites["phase"].to_numpy()])
     return table, sites[list(PHASE_SITE_COLUMNS)].reset_index(drop=True)
