@@ -233,16 +233,15 @@ def label_callsites(syncs: pd.DataFrame, stacks: list[Stack]) -> pd.DataFrame:
     """Add each sync's call site: the user's frame (file, line, function), the frame that issues the sync
     (sync_file, sync_line, sync_function), and ``site_id``, one per distinct pair (all worked out once per
     distinct stack)."""
-    keys = pd.MultiIndex.from_arrays([syncs["stack_id"], syncs["callsite_source"]])
+    # the API is part of the key: a sync without a stack (or a frame without a function) is named by it
+    keys = pd.MultiIndex.from_arrays([syncs["stack_id"], syncs["callsite_source"], syncs["api"].astype(str)])
     distinct = keys.unique()
     position = distinct.get_indexer(keys)
-    api_of_stack = pd.Series(syncs["api"].to_numpy(dtype=object)).groupby(position).first()
     no_frame = Frame("", UNKNOWN_FILE, 0)
     labels = []
-    for k, (stack_id, source) in enumerate(distinct):  # one per distinct stack: a few hundred at most
+    for stack_id, source, api in distinct:  # one per distinct stack and API: a few hundred at most
         user = callsite_frame(stacks[stack_id], source) if stack_id >= 0 else no_frame
         issuing = sync_frame(stacks[stack_id], source) if stack_id >= 0 else no_frame
-        api = str(api_of_stack.get(k, ""))  # a frame with no function is named by its API
         labels.append((user.file, user.line, user.function or api, issuing.file, issuing.line, issuing.function or api))
     table = pd.DataFrame(labels, columns=SITE_KEYS)
     site_of_stack, _ = pd.MultiIndex.from_frame(table).factorize() if len(table) else (np.zeros(0, np.int64), None)
