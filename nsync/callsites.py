@@ -252,7 +252,8 @@ def label_callsites(syncs: pd.DataFrame, stacks: list[Stack]) -> pd.DataFrame:
 
 
 def rank_callsites(syncs: pd.DataFrame, stacks: list[Stack], step_count: int) -> pd.DataFrame:
-    """One row per call site, ranked by exposed idle (descending)."""
+    """One row per call site, ranked by exposed idle (descending); the analysis re-ranks them by predicted
+    saving once the what-if has run."""
     columns = [
         *SITE_KEYS,
         "site_id",
