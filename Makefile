@@ -25,6 +25,7 @@ demo: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check nsync tests benchmarks
 	$(BIN)/ruff format --check nsync tests benchmarks
+	$(BIN)/mypy
 	@! grep -rnE --include="*.py" "iterrows|itertuples|apply\(.*axis=1" nsync/ || (echo "per-row Python on the data path"; exit 1)
 
 test: system-deps $(STAMP) lint

@@ -122,11 +122,11 @@ def analyze(
     callsites = rank_callsites(in_window, stacks, steps.count)
     say("replaying what-if")
     warnings = list(trace.warnings)
-    predicted = what_if(ops, syncs, steps, callsites, config.host_scale)
-    if isinstance(predicted, str):  # why it was skipped
-        warnings.append(predicted)
-        predicted = None
-    else:
+    replayed = what_if(ops, syncs, steps, callsites, config.host_scale)
+    predicted = None if isinstance(replayed, str) else replayed
+    if isinstance(replayed, str):  # why it was skipped
+        warnings.append(replayed)
+    if predicted is not None:
         callsites = _with_savings(callsites, predicted)
         if predicted.sites_left_out:
             warnings.append(

@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -499,7 +499,10 @@ def write_text(path: Path, text: str) -> None:
 
 
 # The base of click's usage errors, from a public typer name: typer 0.26+ vendors click, older ones use it.
-ClickException = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+if TYPE_CHECKING:
+    from click import ClickException
+else:  # click comes with typer: found through typer's own classes, not imported as a dependency of nsync's
+    ClickException = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
 
 
 def run(argv: list[str]) -> int:

@@ -95,7 +95,8 @@ def diff(baseline: Analysis, candidate: Analysis, noise_floor_pct: float = NOISE
     if basis == "nvtx" and base_basis != cand_basis:
         base_times = baseline.step_stats["duration_ns"].to_numpy(dtype=float)
         cand_times = candidate.step_stats["duration_ns"].to_numpy(dtype=float)
-    step = {"baseline": None, "candidate": None, "delta": None, "delta_pct": None, "noise_pct": None, "basis": basis}
+    step: dict[str, float | str | None] = dict.fromkeys(("baseline", "candidate", "delta", "delta_pct", "noise_pct"))
+    step["basis"] = basis
     verdict = "inconclusive"
     if len(base_times) and len(cand_times):
         b, c = float(np.median(base_times)) / 1e6, float(np.median(cand_times)) / 1e6

@@ -80,10 +80,11 @@ def prepare(ops: pd.DataFrame, syncs: pd.DataFrame, steps: Steps) -> ReplayModel
     stream_columns = [ops_in[c].to_numpy() for c in STREAM_KEYS]
     (codes,) = group_codes(stream_columns)
     by_stream = GroupedTimes(codes, launch)  # each stream's ops in launch order (ties: row order)
-    streams = {}
+    streams: dict[tuple[int, int, int], np.ndarray] = {}
     for _code, first, stop in by_stream.groups():
         rows = by_stream.order[first:stop]
-        streams[tuple(int(column[rows[0]]) for column in stream_columns)] = rows
+        pid, device, stream = (int(column[rows[0]]) for column in stream_columns)
+        streams[(pid, device, stream)] = rows
     still_running = ops.loc[before & (ops["end"].to_numpy(np.int64) > start_ns)]
     busy_until = still_running.groupby(list(STREAM_KEYS))["end"].max()
     latency = _launch_latency(streams, launch, start, end)
@@ -98,7 +99,7 @@ def prepare(ops: pd.DataFrame, syncs: pd.DataFrame, steps: Steps) -> ReplayModel
         op_thread_sync=_last_sync_before(ops_in["launch_tid"].to_numpy(np.int64), launch, tids, s0),
         latency_ns=latency,
         streams=streams,
-        stream_busy_until={tuple(int(k) for k in key): float(v) for key, v in busy_until.items()},
+        stream_busy_until={(int(p), int(d), int(s)): float(v) for (p, d, s), v in busy_until.items()},
         sync_start=s0,
         sync_end=s1,
         sync_own=own.astype(float),

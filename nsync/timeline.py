@@ -6,6 +6,7 @@ All functions take and return numpy arrays of int64 nanoseconds; none loops per 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from typing import Literal
 
 import numpy as np
 
@@ -57,7 +58,10 @@ class BusyUnion:
         return int((self.ends - self.starts).sum())
 
 
-def latest_at(keys: np.ndarray, values: np.ndarray, queries: np.ndarray, side: str = "right") -> np.ndarray:
+Side = Literal["left", "right"]  # numpy.searchsorted's
+
+
+def latest_at(keys: np.ndarray, values: np.ndarray, queries: np.ndarray, side: Side = "right") -> np.ndarray:
     """The value of the latest key <= q for each query q (``side='left'``: < q); -1 when none.
 
     ``keys`` must be sorted: "the op a thread launched last before t", "the call just before a sync".
@@ -68,7 +72,7 @@ def latest_at(keys: np.ndarray, values: np.ndarray, queries: np.ndarray, side: s
     return np.where(k >= 0, np.asarray(values)[np.clip(k, 0, None)], -1)
 
 
-def running_max_at(keys: np.ndarray, values: np.ndarray, queries: np.ndarray, side: str = "right") -> np.ndarray:
+def running_max_at(keys: np.ndarray, values: np.ndarray, queries: np.ndarray, side: Side = "right") -> np.ndarray:
     """max(values[keys <= q]) for each query q (``side='left'``: keys < q); -1 when none.
 
     ``keys`` must be sorted. This is the workhorse for "latest GPU end among ops launched by t".

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -74,7 +75,7 @@ def read_api(
     ``keep`` (a test on the normalised API name) drops calls no stage uses before they are read: on
     PyTorch traces half the rows are cuKernelGetName and friends.
     """
-    where, params = f"eventClass IN {API_EVENT_CLASSES}", ()
+    where, params = f"eventClass IN {API_EVENT_CLASSES}", cast(tuple[object, ...], ())
     if keep is not None and len(strings):
         ids = [int(i) for i, name in strings.items() if isinstance(name, str) and keep(normalise_api_name(name))]
         where += " AND nameId IN (SELECT value FROM json_each(?))"  # ids travel as a bound parameter
@@ -105,7 +106,7 @@ def read_backtrace_twins(db: ExportDb, window: Window = None) -> dict[str, np.nd
 
 
 GPU_OP_KINDS = ("kernel", "memcpy", "memset", "graph")
-GPU_OP_TABLES = (
+GPU_OP_TABLES: tuple[tuple[str, dict[str, str]], ...] = (
     ("CUPTI_ACTIVITY_KIND_KERNEL", {"name_id": "shortName"}),
     (
         "CUPTI_ACTIVITY_KIND_MEMCPY",

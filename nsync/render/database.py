@@ -113,7 +113,7 @@ def write_database(analysis: Analysis, path: Path) -> None:
         with db.conn:
             for name in (META_TABLE, "syncs", "callsites"):
                 db[name].drop(ignore=True)
-            db[META_TABLE].insert_all(
+            db.table(META_TABLE).insert_all(
                 [{"key": key, "value": value} for key, value in _meta(analysis).items()], pk="key"
             )
             _insert(db, "syncs", SYNC_COLUMNS, _sync_rows(analysis), pk="id")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import importlib.resources
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,7 +20,10 @@ from nsync.render.json import analysis_to_dict, fixed
 from nsync.render.terminal import issued_at, where
 
 if TYPE_CHECKING:
-    from importlib.resources.abc import Traversable
+    if sys.version_info >= (3, 11):
+        from importlib.resources.abc import Traversable
+    else:
+        from importlib.abc import Traversable
 
     from nsync.analysis import Analysis
     from nsync.diff import Diff

@@ -38,8 +38,8 @@ def analysis_to_dict(analysis: Analysis, top: int | None = None) -> dict[str, An
     totals = analysis.totals
     steps = analysis.steps
     stats = analysis.step_stats
-    durations = stats["duration_ns"] if len(stats) else []
-    gpu_durations = stats["gpu_duration_ns"].dropna() if len(stats) else []
+    durations = stats["duration_ns"] if len(stats) else None
+    gpu_durations = stats["gpu_duration_ns"].dropna() if len(stats) else None
     gpu_idle = totals["gpu_idle_ns"]
     sites = analysis.callsites if top is None else analysis.callsites.head(top)
     return {
@@ -53,8 +53,10 @@ def analysis_to_dict(analysis: Analysis, top: int | None = None) -> dict[str, An
         },
         "steps": {
             "count": steps.count,
-            "median_ms": ns_to_ms(float(durations.median())) if len(durations) else None,
-            "gpu_median_ms": ns_to_ms(float(gpu_durations.median())) if len(gpu_durations) else None,
+            "median_ms": ns_to_ms(float(durations.median())) if durations is not None else None,
+            "gpu_median_ms": ns_to_ms(float(gpu_durations.median()))
+            if gpu_durations is not None and len(gpu_durations)
+            else None,
             "source": steps.source,
             "total": len(steps.table),
             "warmup_skipped": steps.warmup,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from typing import TYPE_CHECKING
 
 from rich.console import Console, Group
@@ -173,14 +174,6 @@ def fitted_table(columns: list[tuple[str, str, str]], rows: list[dict[str, str]]
 
 
 def render_terminal(analysis: Analysis, top: int = 10, width: int | None = None) -> str:
-    console = Console(record=True, width=width or 140, file=_Null(), color_system=None)
+    console = Console(record=True, width=width or 140, file=io.StringIO(), color_system=None)
     console.print(summary(analysis, top, console.width))
     return console.export_text()
-
-
-class _Null:
-    def write(self, _text: str) -> int:
-        return 0
-
-    def flush(self) -> None:
-        pass
