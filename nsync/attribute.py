@@ -1,6 +1,6 @@
 """Stage 3: what each sync cost — host wait, lead before, drain, rebuild and exposed GPU idle.
 
-One sync S on host thread T, interval [s0, s1] (design.md, "The model")::
+One sync S on host thread T, interval [s0, s1] (docs/how-it-works.md, §3)::
 
     host T   ──launch──launch──[==== S waits ====]──py──launch─py──launch──launch──▶
     GPU      ████████████████████████▏ idle (exposed)          ██     ██  ████████
@@ -10,9 +10,9 @@ One sync S on host thread T, interval [s0, s1] (design.md, "The model")::
 - lead L(t): how far the latest GPU end among ops T launched by t lies ahead of t (>= 0);
 - drain D: end of the last op S waited for (its stream, or the device, launched by the cutoff);
 - rebuild R: first launch after s1 that puts T's lead back above its threshold, T's next sync, or the
-  end of the step after the sync's own, whichever comes first. (design.md stops at the sync's own step
-  end; a sync at the end of a step starves the start of the next one, so R may run on into the next step
-  when that step follows straight on.)
+  end of the step after the sync's own, whichever comes first. (Not the sync's own step end: a sync at
+  the end of a step starves the start of the next one, so R may run on into the next step when that step
+  follows straight on.)
 
 The window starts at s0 rather than at D when the GPU ran dry before the call: that idle came from
 the host being slow already, not from S. Consecutive syncs on one thread never share idle, because

@@ -33,7 +33,7 @@ _RUNTIME_MODULE = re.compile(r"lib(cuda|cudart|cupti|nvidia-|nvrtc|c\.so|pthread
 SAMPLE_LOOKBACK_NS = 5_000_000  # a sampling mark this long before a sync can still name its line
 UNKNOWN_FILE = "<unknown>"
 
-# kind -> (short hint for the table, full hint); from the quick reference in seeds/sync-free-pytorch-skill.md
+# kind -> (short hint for the table, full hint): the usual PyTorch fix of each kind of sync
 HINTS = {
     SyncKind.READ: (
         "keep the value on the GPU",

@@ -1,4 +1,4 @@
-"""Analysis settings, with the defaults design.md argues for."""
+"""Analysis settings and their defaults (docs/how-it-works.md says why)."""
 
 from __future__ import annotations
 

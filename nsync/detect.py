@@ -1,7 +1,7 @@
 """Stage 2: find the CUDA calls that blocked their host thread on GPU work, and what they waited for.
 
 Classification goes by API name (plus the MEMCPY/MEMSET row), never by SYNCHRONIZATION.syncType,
-whose labels are wrong on recent stacks (nsys-sqlite.md §2.5).
+whose labels are wrong on recent stacks (docs/nsys-sqlite.md §2.5).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """What-if replay: re-time the trace with some syncs made non-blocking, and predict the step time.
 
-The model (design.md, "What-if"):
+The model (docs/how-it-works.md, §6):
 
 - a host thread keeps its measured gaps: between two of its syncs every call and every launch moves by
   the same shift, the one its last sync left it with;

@@ -1,4 +1,4 @@
-# Sourced by the scripts/h200-*.sh: paths and environment on an H200 machine (shared device-capture.md).
+# Sourced by the scripts/h200-*.sh: paths and environment on an H200 machine (docs/device-capture.md).
 # .libdw/ must hold libdw.so.1 and libelf.so.1 (Debian bookworm's libdw1, libelf1): the nsys shipped inside
 # Nsight Compute cannot import its capture without them.
 set -uo pipefail

@@ -1,4 +1,4 @@
-"""Make a capture shareable (device-capture.md): drop the environment, rewrite capture-machine paths.
+"""Make a capture shareable (docs/device-capture.md): drop the environment, rewrite capture-machine paths.
 
 Usage: python scripts/sanitize_trace.py TRACE.sqlite CAPTURE_DIR [REPLACEMENT] [--shrink]  (edits TRACE in place)
 

@@ -369,7 +369,7 @@ class TraceBuilder:
         return chain
 
     def frames_blob(self, frames: list[tuple[str, str, int]]) -> bytes:
-        """The NVTX extended payload layout nsys 2025.x exports (nsys-sqlite.md §2.9)."""
+        """The NVTX extended payload layout nsys 2025.x exports (docs/nsys-sqlite.md §2.9)."""
         payload = struct.pack("<QII", 1, 1, len(frames)) + b"".join(
             struct.pack("<QQi4x", self.string(fn), self.string(path), line) for fn, path, line in frames
         )

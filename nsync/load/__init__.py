@@ -130,7 +130,7 @@ def _attach_backtraces(api: pd.DataFrame, twins: dict[str, np.ndarray], marks: p
     """Fold each call's backtrace twin (native callchain) and Python mark (frames) onto the call.
 
     A Python backtrace mark has the twin's start and thread; the twin shares the call's
-    (thread, correlationId) (nsys-sqlite.md §2.9).
+    (thread, correlationId) (docs/nsys-sqlite.md §2.9).
     """
     bt_marks = marks.loc[(marks["kind"] == "backtrace") & (marks["stack_id"] >= 0)]
     mark_row = match_rows(

@@ -1,6 +1,6 @@
 """Decode Python frames from NVTX extended payloads (``NVTX_EVENTS.binaryData``).
 
-Layout (nsys-sqlite.md §2.9, little-endian): ``u64 nPayloads``, then per payload
+Layout (docs/nsys-sqlite.md §2.9, little-endian): ``u64 nPayloads``, then per payload
 ``u64 schemaId, u64 size, u64 offset``; at ``offset``: ``u64 threadStateId, u32 state, u32 nFrames``,
 then 24-byte frames ``u64 functionStringId, u64 fileStringId, i32 line, 4 bytes padding``,
 innermost first. Distinct blobs are decoded once each, however many calls share them.

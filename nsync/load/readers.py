@@ -20,7 +20,7 @@ BACKTRACE_EVENT_CLASS = 67  # the duplicate row nsys writes for a call with a CU
 NVTX_MARK, NVTX_PUSH_POP, NVTX_START_END, NVTX_DOMAIN_CREATE = 34, 59, 60, 75
 PY_BACKTRACE_DOMAINS = ("Python Backtrace on CUDA",)
 PY_SAMPLING_DOMAINS = ("Python Periodic Sampling",)
-# Intervals nsys's own gap rules count as GPU busy (nsys-sqlite.md §2.15).
+# Intervals nsys's own gap rules count as GPU busy (docs/nsys-sqlite.md §2.15).
 OVERHEAD_NAMES = ("CUDA profiling data flush overhead", "CUDA profiling stop overhead", "CUDA profiling overhead")
 _VERSION_SUFFIX = re.compile(r"_v\d+$")
 _PER_THREAD_SUFFIX = re.compile(r"_pt(sz|ds)$")
@@ -97,7 +97,7 @@ def read_api(
 
 def read_backtrace_twins(db: ExportDb, window: Window = None) -> dict[str, np.ndarray]:
     """The duplicate rows (eventClass 67) nsys writes for calls with a CUDA backtrace: they carry the
-    callchain, and Python marks point at them (nsys-sqlite.md §2.9)."""
+    callchain, and Python marks point at them (docs/nsys-sqlite.md §2.9)."""
     return db.select_columns(
         RUNTIME,
         {"start": "start", "global_tid": "globalTid", "correlation_id": "correlationId", "callchain_id": "callchainId"},
