@@ -18,7 +18,7 @@ from nsync.config import AnalysisConfig
 from nsync.detect import detect_syncs, is_relevant_api
 from nsync.excerpt import TimelineExcerpt, timeline_excerpt
 from nsync.keys import dense_codes
-from nsync.load import Stack, Trace, load_trace
+from nsync.load import Trace, load_trace
 from nsync.memory import release_freed_memory
 from nsync.phases import PHASE_COLUMNS, PHASE_SITE_COLUMNS, phase_intervals, phase_table
 from nsync.replay import WhatIf, what_if
@@ -45,7 +45,6 @@ class Analysis:
     window_ns: tuple[int, int]
     syncs: pd.DataFrame
     callsites: pd.DataFrame
-    stacks: list[Stack]
     totals: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
     status: str = "ok"  # ok | no-cuda | no-gpu-work
@@ -160,7 +159,6 @@ def analyze(
         window_ns=window,
         syncs=in_window,
         callsites=callsites,
-        stacks=stacks,
         totals=totals,
         warnings=warnings,
         what_if=predicted,
@@ -278,7 +276,6 @@ def _empty(trace: Trace, config: AnalysisConfig, reason: str) -> Analysis:
         window_ns=(0, 0),
         syncs=pd.DataFrame(),
         callsites=rank_callsites(pd.DataFrame(), [], 0),
-        stacks=[],
         totals=_totals(pd.DataFrame(), {}, 0),
         warnings=[*trace.warnings, reason],
         status="no-cuda" if not trace.has_cuda else "no-gpu-work",

@@ -31,7 +31,6 @@ class TimelineExcerpt:
     syncs: pd.DataFrame  # start, end, global_tid, drain_ns, rebuild_ns, exposed_idle_ns, file, line, function
     lead: pd.DataFrame  # t, lead_ns, global_tid
     description: str
-    truncated: bool
 
 
 def choose_window(steps: Steps, syncs: pd.DataFrame, window: tuple[int, int]) -> tuple[int, int, str]:
@@ -95,7 +94,6 @@ def timeline_excerpt(
         ].reset_index(drop=True),
         lead=_lead_samples({tid: curves[tid] for tid in set(in_window["global_tid"].tolist())}, t0, t1),
         description=description,
-        truncated=truncated,
     )
 
 

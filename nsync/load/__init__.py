@@ -99,7 +99,6 @@ def _load(db: ExportDb, say: Progress, keep_api: Callable[[str], bool] | None, w
             "cuda_events": readers.read_cuda_events(db),
             "nvtx_ranges": readers.read_nvtx_ranges(db, strings, window),
             "threads": readers.read_threads(db, strings),
-            "processes": readers.read_processes(db),
             "gpus": readers.read_gpus(db),
             "span_ns": readers.read_span(db),
             "capture": db.capture_meta(),

@@ -56,7 +56,7 @@ class Trace:
     - ``nvtx_ranges``: start, end, global_tid, name.
     - ``py_samples``: Python sampling marks: start, global_tid, stack_id.
     - ``callchains``: native CUDA backtraces, innermost first: callchain_id, depth, function, module.
-    - ``threads``: global_tid, name. ``processes``: global_pid, pid, name. ``gpus``: device_id, name.
+    - ``threads``: global_tid, name. ``gpus``: device_id, name.
     """
 
     path: Path
@@ -72,7 +72,6 @@ class Trace:
     callchains: pd.DataFrame
     stacks: list[Stack]
     threads: pd.DataFrame
-    processes: pd.DataFrame
     gpus: pd.DataFrame
     span_ns: tuple[int, int] | None
     warnings: list[str] = field(default_factory=list)

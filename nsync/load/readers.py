@@ -320,13 +320,6 @@ def read_threads(db: ExportDb, strings: StringTable) -> pd.DataFrame:
     return frame.drop_duplicates("global_tid", keep="last")[["global_tid", "name"]].reset_index(drop=True)
 
 
-def read_processes(db: ExportDb) -> pd.DataFrame:
-    frame = _ints(
-        db.select("PROCESSES", {"global_pid": "globalPid", "pid": "pid", "name": "name"}), ["global_pid", "pid"]
-    )
-    return frame.drop_duplicates("global_pid").reset_index(drop=True)
-
-
 def read_gpus(db: ExportDb) -> pd.DataFrame:
     """GPU names by the ``deviceId`` of the activity tables: ``TARGET_INFO_GPU`` (its ids mapped through
     ``TARGET_INFO_CUDA_DEVICE`` where present, which handles CUDA_VISIBLE_DEVICES), or the

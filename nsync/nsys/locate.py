@@ -36,7 +36,6 @@ class Nsys:
 
     path: Path
     version: tuple[int, ...]
-    version_text: str
     profile_flags: frozenset[str]
     export_flags: frozenset[str]
 
@@ -95,7 +94,6 @@ def describe(path: Path) -> Nsys:
     return Nsys(
         path=path,
         version=version,
-        version_text=version_text.strip(),
         profile_flags=_flags(_run([str(path), "profile", "--help"])),
         export_flags=_flags(_run([str(path), "export", "--help"])),
     )
