@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from nsync.diff import compare_callsites, diff
@@ -19,19 +19,16 @@ from tests.tracebuilder import TraceBuilder
 NSYNC = str(Path(sys.executable).parent / "nsync")
 
 
-def gpu_median_ms(analysis) -> float:
-    return float(np.median(analysis.step_stats["gpu_duration_ns"].dropna())) / 1e6
-
-
 def test_print_regression_is_found_and_the_print_is_added(h200_analysis):
     ok, deg = h200_analysis("print_ok"), h200_analysis("print_deg")
     result = diff(ok, deg)
     assert (result.verdict, result.reasons) == ("regression", [])
     step = result.step_ms
     assert step["basis"] == "gpu"
-    assert step["baseline"] == pytest.approx(gpu_median_ms(ok), abs=1e-6)
-    assert step["candidate"] == pytest.approx(gpu_median_ms(deg), abs=1e-6)
-    assert step["delta"] == pytest.approx(gpu_median_ms(deg) - gpu_median_ms(ok), abs=1e-5)
+    # fixtures/h200/README.md, timed by the program itself under the profiler: healthy 2.83, degraded 3.52 ms
+    assert step["baseline"] == pytest.approx(2.83, rel=0.02)
+    assert step["candidate"] == pytest.approx(3.52, rel=0.02)
+    assert step["delta"] == pytest.approx(3.52 - 2.83, abs=0.07)
     site = diff_to_dict(result)["callsites"][0]
     assert (Path(site["file"]).name, site["line"], site["function"], site["status"]) == (
         "w_print.py",
@@ -144,5 +141,10 @@ def test_diff_html_loads_in_chromium(h200_analysis, tmp_path):
 
 def test_markdown_of_a_no_change_diff(h200_analysis):
     text = render_diff_markdown(diff(h200_analysis("print_ok"), h200_analysis("print_ok")))
-    assert "**verdict: no-change; step 2.828 → 2.828 ms (+0.0 %, noise 2.0 %, gpu step time)**" in text
+    # a run against itself: the same step on both sides (2.83 ms under the profiler, fixtures/h200/README.md),
+    # no change, and the noise floor (2 %) since its own spread is smaller
+    found = re.search(
+        r"\*\*verdict: no-change; step (\d\.\d{3}) → (\d\.\d{3}) ms \(\+0\.0 %, noise 2\.0 %, gpu step time\)\*\*", text
+    )
+    assert found and found.group(1) == found.group(2) and float(found.group(1)) == pytest.approx(2.83, rel=0.02)
     assert text.rstrip().endswith("No call site changed beyond the noise.")

@@ -71,10 +71,22 @@ def test_fixing_the_sync_predicts_the_healthy_step(h200_analysis, name):
     assert a.what_if.without_syncs_step_ns == pytest.approx(predicted, rel=1e-9)  # it is the only sync site
 
 
-@pytest.mark.parametrize("name", ["print_deg", "w_item_degraded"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param("print_deg", id="print_deg (host_scale 0.6 was fitted on it: a regression check)"),
+        "w_item_degraded",
+        pytest.param(
+            "w_mask_degraded",
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="predicted 1.23 ms where 0.65 is measured: its host slows down twice as much under nsys as "
+                "the one host_scale assumes (fixtures/h200/README.md); per-run calibration is issue 14",
+            ),
+        ),
+    ],
+)
 def test_predicted_saving_is_within_30_percent_of_the_measured_one(h200_analysis, name):
-    # host_scale (0.6) was calibrated on print_deg; w_item checks it on a program it was not fitted to.
-    # w_mask is left out: its profiled host slows down twice as much (see the fixtures README).
     degraded, healthy, *_ = MEASURED[name]
     saving = h200_analysis(name).callsites.iloc[0]["predicted_saving_ns_per_step"]
     assert saving == pytest.approx((degraded - healthy) * 1e6, rel=0.30)
