@@ -4,7 +4,9 @@ Start-up (from the capture's start to the first analysed step: model transfer, w
 autotuning), the main loop (the analysed steps), between steps (the gaps inside the loop's span that no
 analysed step covers: evaluation loops, checkpoints, a step set aside), and teardown (after the last
 step). The per-step figures and the ranking cover the main loop only; a sync elsewhere runs once (or a
-few times), so it is listed with its one-time cost: the time the host spent waiting in it.
+few times), so it is listed with the time the host spent waiting in it: the most it costs, once (less where
+the host had nothing else to do: a final synchronize waits for work that had to finish anyway). Phases lie
+on the host's timeline: when the host runs ahead, the GPU still runs the loop's last steps in the teardown.
 """
 
 from __future__ import annotations

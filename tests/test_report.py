@@ -122,7 +122,7 @@ def test_markdown_summary_is_a_compact_pr_table(tmp_path):
         "| start-up | 1.0 | 21 % | 1 | 0.512 |\n"
         "| main loop | 4.0 | 21 % | 4 | 2.048 |\n"
         "\n"
-        "Syncs outside the main loop, with their one-time cost (the host's wait in them):\n"
+        "Syncs outside the main loop, once each: the host's wait in them is the most they cost.\n"
         "\n"
         "| phase | call site | syncs | host wait ms |\n"
         "|---|---|---:|---:|\n"

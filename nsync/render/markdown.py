@@ -76,7 +76,7 @@ def render_markdown(analysis: Analysis, top: int = 10) -> str:
         library = any(issued_at(site) for site in outside)
         lines += [
             "",
-            "Syncs outside the main loop, with their one-time cost (the host's wait in them):",
+            "Syncs outside the main loop, once each: the host's wait in them is the most they cost.",
             "",
             f"| phase | call site |{' issued at |' if library else ''} syncs | host wait ms |",
             f"|---|---|{'---|' if library else ''}---:|---:|",

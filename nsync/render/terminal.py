@@ -69,7 +69,7 @@ def summary(analysis: Analysis, top: int = 10, width: int = 120) -> Group:
             parts.append(Text(f"... {len(analysis.callsites) - top} more call sites (--top, --json)", style="dim"))
     outside = data["outside_main_loop"][:ONCE_ROWS]
     if outside and steps["count"]:
-        parts.append(Text("syncs outside the main loop, each with its one-time cost (the host's wait in it):"))
+        parts.append(Text("syncs outside the main loop, once each: the host's wait in them is the most they cost"))
         rows = [_once_cells(site) for site in outside]
         issued = [("issued at", "issued", "left")] if any(row["issued"] for row in rows) else []
         parts.append(fitted_table([*ONCE_COLUMNS, *issued], rows, width))
