@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from nsync.callsites import SITE_KEYS
-from nsync.steps import Steps
+from nsync.steps import Steps, interval_containing
 from nsync.timeline import BusyUnion
 
 START_UP, MAIN_LOOP, BETWEEN_STEPS, TEARDOWN = "start-up", "main loop", "between steps", "teardown"
@@ -50,8 +50,7 @@ def phase_of(intervals: dict[str, tuple[np.ndarray, np.ndarray]], t: np.ndarray)
     """The index (into ``intervals``) of the phase each instant lies in, or -1 (before the CUDA span, say)."""
     out = np.full(len(t), -1, np.int64)
     for code, (starts, ends) in enumerate(intervals.values()):
-        k = np.searchsorted(starts, t, side="right") - 1
-        out[(k >= 0) & (t < ends[np.clip(k, 0, None)])] = code
+        out[interval_containing(starts, ends, t) >= 0] = code
     return out
 
 

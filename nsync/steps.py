@@ -60,13 +60,17 @@ class Steps:
         return int(np.argmin(np.abs(durations - np.median(durations))))
 
 
-def step_containing(table: pd.DataFrame, t: np.ndarray) -> np.ndarray:
-    """Index (in ``table``, steps in time order) of the step [start, end) containing each t, or -1."""
-    if table.empty:
+def interval_containing(starts: np.ndarray, ends: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Index of the interval [start, end) containing each t (intervals in time order, apart), or -1."""
+    if not len(starts):
         return np.full(len(t), -1, np.int64)
-    starts, ends = table["start"].to_numpy(np.int64), table["end"].to_numpy(np.int64)
     k = np.searchsorted(starts, t, side="right") - 1
     return np.where((k >= 0) & (t < ends[np.clip(k, 0, None)]), k, -1)
+
+
+def step_containing(table: pd.DataFrame, t: np.ndarray) -> np.ndarray:
+    """Index (in ``table``, steps in time order) of the step [start, end) containing each t, or -1."""
+    return interval_containing(table["start"].to_numpy(np.int64), table["end"].to_numpy(np.int64), t)
 
 
 def launched_in_steps(steps: Steps, launch_start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

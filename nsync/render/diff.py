@@ -13,7 +13,7 @@ from rich.text import Text
 
 from nsync.render.json import ns_to_ms
 from nsync.render.markdown import cell, code_span
-from nsync.render.terminal import fitted_table
+from nsync.render.terminal import fitted_table, where
 
 if TYPE_CHECKING:
     from nsync.diff import Diff
@@ -106,7 +106,7 @@ def render_diff_markdown(result: Diff, top: int = 10) -> str:
             "|---|---|---|---:|---:|---:|",
         ]
         lines += [
-            f"| {code_span(Path(s['file']).name + ':' + str(s['line']))}"
+            f"| {code_span(where(s))}"
             f"{' (issued at ' + code_span(s['issued_at']) + ')' if s['issued_at'] else ''} | {cell(s['function'])} | "
             f"{s['status']} | "
             f"{_num(s['baseline_exposed_idle_ms_per_step'])} | {_num(s['candidate_exposed_idle_ms_per_step'])} | "
@@ -137,7 +137,7 @@ def diff_summary(result: Diff, top: int = 10, width: int = 120) -> Group:
     ]
     rows = [
         {
-            "where": f"{Path(site['file']).name}:{site['line']}",
+            "where": where(site),
             "issued": site["issued_at"] or "",
             "function": str(site["function"]),
             "status": site["status"],
