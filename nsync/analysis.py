@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from nsync.attribute import attribute_syncs, device_busy, lead_curves
+from nsync.calibration import Calibration
 from nsync.callsites import assign_stacks, label_callsites, rank_callsites
 from nsync.config import AnalysisConfig
 from nsync.detect import detect_syncs, is_relevant_api
@@ -67,6 +68,7 @@ class Verdict:
     step_ns: float
     worth_fixing: bool
     site: str  # the call site that saves most: "file.py:12", "run.py:9 (issued at trainer.py:1847)"
+    together: bool = False  # no site alone is worth fixing, but all of them together are
 
     @property
     def share(self) -> float:
@@ -75,15 +77,24 @@ class Verdict:
     @property
     def text(self) -> str:
         figure = f"{self.largest_saving_ns / 1e6:.2f} ms per step ({100 * self.share:.1f} %)"
+        if self.together:
+            return (
+                f"fixing all the syncs of the step together would save {figure}; no one of them alone: "
+                "each waits for the same GPU work"
+            )
         if self.worth_fixing:
             return f"fixing {self.site} would save {figure}"
         return f"syncs cost at most {figure}: nothing here is worth fixing for speed"
 
 
 def analyze(
-    source: str | Path | Trace, config: AnalysisConfig | None = None, progress: Callable[[str], None] | None = None
+    source: str | Path | Trace,
+    config: AnalysisConfig | None = None,
+    progress: Callable[[str], None] | None = None,
+    calibration: Calibration | None = None,
 ) -> Analysis:
-    """Analyse an nsys SQLite export (or an already loaded :class:`Trace`)."""
+    """Analyse an nsys SQLite export (or an already loaded :class:`Trace`). ``calibration``: the program's
+    unprofiled step times (nsync.calibration), which the what-if is fitted to."""
     config = config or AnalysisConfig()
 
     def say(stage: str) -> None:
@@ -121,7 +132,16 @@ def analyze(
     callsites = rank_callsites(in_window, stacks, steps.count)
     say("replaying what-if")
     warnings = list(trace.warnings)
-    replayed = what_if(ops, syncs, steps, callsites, config.host_scale)
+    calibrated_step_ns = None
+    if calibration is not None and steps.count:
+        calibrated_step_ns = calibration.step_ns(steps.source, steps.warmup)
+        if calibrated_step_ns is None:
+            warnings.append(
+                f"calibration {calibration.path}: no unprofiled timings for steps of {steps.source} "
+                "(the calibration run timed " + (", ".join(calibration.intervals_ns) or "nothing") + "): "
+                "predictions are uncalibrated"
+            )
+    replayed = what_if(ops, syncs, steps, callsites, config.host_scale, calibrated_step_ns)
     predicted = None if isinstance(replayed, str) else replayed
     if isinstance(replayed, str):  # why it was skipped
         warnings.append(replayed)
@@ -186,8 +206,12 @@ def _verdict(callsites: pd.DataFrame, predicted: WhatIf | None, config: Analysis
     site = f"{Path(str(row['file'])).name}:{int(row['line'])}"
     if (row["sync_file"], row["sync_line"]) != (row["file"], row["line"]):  # a library issues it
         site += f" (issued at {Path(str(row['sync_file'])).name}:{int(row['sync_line'])})"
-    worth = largest >= config.worth_fixing_share * predicted.unprofiled_step_ns
-    return Verdict(largest, predicted.unprofiled_step_ns, worth, site)
+    threshold = config.worth_fixing_share * predicted.unprofiled_step_ns
+    together = predicted.unprofiled_step_ns - predicted.without_syncs_step_ns
+    if largest < threshold <= together and (saving[known] > 0).sum() >= 2:
+        # no one site pays alone: they wait for the same work (fixing one leaves the other to wait for it)
+        return Verdict(together, predicted.unprofiled_step_ns, True, "", together=True)
+    return Verdict(largest, predicted.unprofiled_step_ns, largest >= threshold, site)
 
 
 def _cuda_span(trace: Trace, ops: pd.DataFrame) -> tuple[int, int]:

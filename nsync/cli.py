@@ -68,6 +68,13 @@ DbOption = Annotated[
         metavar="PATH",
     ),
 ]
+CalibrationOption = Annotated[
+    bool,
+    typer.Option(
+        help="Fit predictions to the program's unprofiled run: NAME.calibration.json beside the trace, which "
+        "nsync profile writes (off: the uncalibrated model)."
+    ),
+]
 MarkdownOption = Annotated[
     Path | None, typer.Option("--markdown", help="Write a Markdown summary here.", metavar="PATH")
 ]
@@ -162,6 +169,13 @@ def analyze_command(
             metavar="PCT",
         ),
     ] = None,
+    calibrate: CalibrationOption = True,
+    calibration_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--calibration", help="Calibration file to use instead of the one beside the trace.", metavar="FILE"
+        ),
+    ] = None,
 ) -> None:
     """Rank the Python call sites by what fixing their syncs would save per step."""
     outputs = Outputs(json=json_path, html=html_path, markdown=markdown_path, db=db_path)
@@ -173,13 +187,28 @@ def analyze_command(
         window_s=parse_window(window),
         max_memory_bytes=None if max_memory is None else parse_size(max_memory),
     )
+    calibration = _calibration(trace, calibrate, calibration_file)
     with err.status("loading trace", spinner="dots") as status:
-        result = nsync.analyze(trace, config, progress=lambda msg: status.update(msg))
+        result = nsync.analyze(trace, config, progress=lambda msg: status.update(msg), calibration=calibration)
     complete = _emit(result, top, outputs, source_dir)
     if fail_above is not None:
         _gate(result, fail_above)
     if not complete:
         raise typer.Exit(1)
+
+
+def _calibration(trace: Path, use: bool, explicit: Path | None = None) -> Calibration | None:
+    """The calibration to fit predictions to: ``explicit``, else the one ``nsync profile`` left beside the
+    trace (none: uncalibrated). A bad file is an error, never silently ignored."""
+    from nsync.calibration import beside, read_calibration
+
+    if explicit is not None and not use:
+        raise UsageError("--calibration and --no-calibrate contradict each other")
+    path = explicit or beside(trace)
+    if not use or (explicit is None and not path.is_file()):
+        return None
+    err.print(f"nsync: calibrated by {path}", markup=False)
+    return read_calibration(path)
 
 
 def _gate(result: nsync.Analysis, fail_above_pct: float) -> None:
@@ -191,7 +220,8 @@ def _gate(result: nsync.Analysis, fail_above_pct: float) -> None:
         raise typer.Exit(1)
     if 100 * verdict.share > fail_above_pct:
         err.print(
-            f"nsync: fixing {verdict.site} is predicted to save {100 * verdict.share:.1f} % of a step "
+            f"nsync: fixing {verdict.site or 'all the syncs of a step'} is predicted to save "
+            f"{100 * verdict.share:.1f} % of a step "
             f"(> {fail_above_pct:g} %)",
             markup=False,
         )
@@ -246,6 +276,13 @@ def profile_command(
             "PYTHONPATH; the program is not edited), so steps are found exactly."
         ),
     ] = True,
+    calibrate: Annotated[
+        bool,
+        typer.Option(
+            help="First run the program once without the profiler, timing its steps with CUDA events, so that "
+            "predictions are fitted to its own unprofiled speed (costs one more run of the program)."
+        ),
+    ] = True,
     nsys_arg: Annotated[
         list[str] | None, typer.Option(help="Extra flag for 'nsys profile' (repeatable).", metavar="FLAG")
     ] = None,
@@ -280,7 +317,8 @@ def profile_command(
         step_marks=step_marks,
     )
     config = AnalysisConfig(step_range=step_range, warmup_steps=warmup_steps)
-    result = profile(command, options, config, nsys_path, say=lambda msg: err.print(f"nsync: {msg}", markup=False))
+    say = lambda msg: err.print(f"nsync: {msg}", markup=False)  # noqa: E731
+    result = profile(command, options, config, nsys_path, say=say, calibrate=calibrate)
     err.print(f"nsync: wrote {result.sqlite}" + (f" and {result.report}" if result.report else ""), markup=False)
     outputs = Outputs(json_path, html_path or out_dir / f"{options.name}.html", markdown_path, db_path)
     complete = _emit(result.analysis, top, outputs, [Path.cwd(), *(source_dir or [])])
@@ -317,8 +355,10 @@ def diff_command(
     ] = None,
     top: TopOption = 10,
     step_range: StepRangeOption = None,
+    calibrate: CalibrationOption = True,
 ) -> None:
-    """Compare two runs: step time against its noise, and the call sites whose syncs grew or shrank."""
+    """Compare two runs: step time against its noise, and the call sites whose syncs grew or shrank. When
+    both were calibrated (nsync profile), the verdict is on their predicted unprofiled step times."""
     from nsync.diff import diff
     from nsync.render.diff import diff_summary, render_diff_json, render_diff_markdown
 
@@ -327,8 +367,18 @@ def diff_command(
     outputs.check(candidate)
     config = AnalysisConfig(step_range=step_range)
     with err.status("loading baseline", spinner="dots") as status:
-        base = nsync.analyze(baseline, config, progress=lambda msg: status.update(f"baseline: {msg}"))
-        cand = nsync.analyze(candidate, config, progress=lambda msg: status.update(f"candidate: {msg}"))
+        base = nsync.analyze(
+            baseline,
+            config,
+            progress=lambda msg: status.update(f"baseline: {msg}"),
+            calibration=_calibration(baseline, calibrate),
+        )
+        cand = nsync.analyze(
+            candidate,
+            config,
+            progress=lambda msg: status.update(f"candidate: {msg}"),
+            calibration=_calibration(candidate, calibrate),
+        )
     result = diff(base, cand)
 
     def html(path: Path) -> None:
@@ -344,9 +394,12 @@ def diff_command(
     complete = _finish(
         outputs, writers, lambda: render_diff_json(result), lambda width: diff_summary(result, top, width)
     )
+    key = "delta_pct" if result.step_ms["verdict_basis"] == "profiled" else "unprofiled_delta_pct"
     if fail_on_regression is not None and result.regressed_beyond(fail_on_regression):
         err.print(
-            f"nsync: step time regressed by {result.step_ms['delta_pct']} % (> {fail_on_regression} %)", markup=False
+            f"nsync: step time regressed by {result.step_ms[key]} % (> {fail_on_regression} %, "
+            f"{result.step_ms['verdict_basis']})",
+            markup=False,
         )
         raise typer.Exit(3)
     if not complete:
@@ -501,6 +554,8 @@ def write_text(path: Path, text: str) -> None:
 # The base of click's usage errors, from a public typer name: typer 0.26+ vendors click, older ones use it.
 if TYPE_CHECKING:
     from click import ClickException
+
+    from nsync.calibration import Calibration
 else:  # click comes with typer: found through typer's own classes, not imported as a dependency of nsync's
     ClickException = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
 

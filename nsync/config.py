@@ -15,9 +15,10 @@ class AnalysisConfig:
       least 4 steps, else 0).
     - ``lead_fraction`` / ``lead_floor_ns``: a thread has rebuilt its lead once the lead is back above
       ``max(lead_floor_ns, lead_fraction * the thread's median lead)``.
-    - ``host_scale``: what-if predictions scale the host's time by this to undo the profiler's slow-down.
-      0.6 is calibrated on an H200 (torch 2.11, nsys 2025.3 with Python backtraces): the replay of
-      w_print degraded then matches its unprofiled step (3.18 vs 3.22 ms) and saving (0.39 vs 0.39 ms).
+    - ``host_scale``: what-if predictions scale the host's time by this to undo the profiler's slow-down
+      when the run has no calibration (nsync profile fits it per run). 0.6 was fitted on w_print on an H200
+      (torch 2.11, nsys 2025.3 with Python backtraces); fixtures/h200/README.md, "Undoing the profiler",
+      gives its error on the other lab scenarios.
     - ``worth_fixing_share``: a sync is worth fixing when fixing it is predicted to save at least this share
       of the (unprofiled) step; below it the verdict says nothing is worth fixing for speed.
     - ``window_s``: analyse only what starts in [start, end) seconds from the capture's start (end

@@ -1,7 +1,9 @@
 """Compare two analyses: step time against its noise, GPU idle, and call sites added, removed, grown, shrunk.
 
 Runs are aligned by step (per-step figures); without steps on both sides nothing per step can be compared
-and the verdict is ``inconclusive``, with the reason.
+and the verdict is ``inconclusive``, with the reason. When both runs are calibrated (nsync profile), the
+verdict is taken on their predicted unprofiled step times: the profiler can hide a regression (a loop it
+makes host-bound in both runs) that the program's own speed shows. ``step_ms["verdict_basis"]`` says which.
 """
 
 from __future__ import annotations
@@ -34,8 +36,10 @@ class Diff:
     callsites: pd.DataFrame
 
     def regressed_beyond(self, pct: float) -> bool:
-        """The CI gate: a regression verdict with the step time worse by more than ``pct`` percent."""
-        delta = self.step_ms["delta_pct"]
+        """The CI gate: a regression verdict with the step time worse by more than ``pct`` percent (on the
+        verdict's basis)."""
+        key = "unprofiled_delta_pct" if self.step_ms["verdict_basis"] != "profiled" else "delta_pct"
+        delta = self.step_ms[key]
         return self.verdict == "regression" and delta is not None and float(delta) > pct
 
 
@@ -110,7 +114,20 @@ def diff(baseline: Analysis, candidate: Analysis, noise_floor_pct: float = NOISE
             noise_pct=round(noise, 3),
         )
         if not reasons and delta_pct is not None:
-            verdict = "regression" if delta_pct > noise else "improvement" if delta_pct < -noise else "no-change"
+            verdict = _verdict(delta_pct, noise)
+    step["verdict_basis"] = "profiled"
+    predicted = [a.what_if for a in (baseline, candidate)]
+    if predicted[0] is not None and predicted[1] is not None and step["noise_pct"] is not None:
+        b, c = predicted[0].unprofiled_step_ns / 1e6, predicted[1].unprofiled_step_ns / 1e6
+        unprofiled_pct = 100 * (c - b) / b if b > 0 else None
+        step.update(
+            unprofiled_baseline=round(b, 6),
+            unprofiled_candidate=round(c, 6),
+            unprofiled_delta_pct=None if unprofiled_pct is None else round(unprofiled_pct, 3),
+        )
+        if predicted[0].calibrated and predicted[1].calibrated and unprofiled_pct is not None and not reasons:
+            verdict = _verdict(unprofiled_pct, float(step["noise_pct"]))
+            step["verdict_basis"] = "unprofiled (calibrated)"
     return Diff(
         baseline=baseline,
         candidate=candidate,
@@ -121,6 +138,10 @@ def diff(baseline: Analysis, candidate: Analysis, noise_floor_pct: float = NOISE
         reasons=reasons,
         callsites=compare_callsites(baseline, candidate),
     )
+
+
+def _verdict(delta_pct: float, noise_pct: float) -> str:
+    return "regression" if delta_pct > noise_pct else "improvement" if delta_pct < -noise_pct else "no-change"
 
 
 def _per_step_pair(baseline: Analysis, candidate: Analysis, key: str) -> dict[str, float | None]:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nsync.analysis import Analysis, analyze
+from nsync.calibration import Calibration, beside, run_calibration
 from nsync.config import AnalysisConfig
 from nsync.errors import UsageError
 from nsync.nsys import CaptureOptions, export_sqlite, find_nsys, run_capture
@@ -24,6 +25,7 @@ class ProfileResult:
     report: Path | None
     exit_code: int  # the program's own exit code
     interrupted: bool
+    calibration: Calibration | None = None
 
 
 def build_command(target: Sequence[str], module: str | None, python: str | None = None) -> list[str]:
@@ -68,14 +70,25 @@ def profile(
     nsys_path: str | None = None,
     say: Say | None = None,
     progress: Callable[[str], None] | None = None,
+    calibrate: bool = True,
 ) -> ProfileResult:
-    """Capture ``command`` under nsys, export the report to SQLite and analyse it.
+    """Capture ``command`` under nsys, export the report to SQLite and analyse it. With ``calibrate``, the
+    program is first run once without the profiler to time its steps (nsync.calibration).
 
     The program's exit code is returned, not raised: what was captured is analysed either way.
     """
     tell = say or (lambda _m: None)
     nsys = find_nsys(nsys_path)
     prepare_output(options.out_dir)
+    calibration = None
+    target = beside(options.base.with_suffix(".sqlite"))
+    target.unlink(missing_ok=True)  # a calibration left from an earlier capture must not pass for this one's
+    if calibrate:
+        tell("calibration run: the program once without the profiler, to time its own steps (--no-calibrate skips it)")
+        calibration = run_calibration(command, target, tell)
+        if calibration is not None:
+            timed = ", ".join(f"{k} ({len(v) + 1} times)" for k, v in calibration.intervals_ns.items())
+            tell(f"calibration: timed {timed} in {calibration.wall_s:.1f} s; wrote {target}")
     tell(f"capturing with nsys {nsys.version_str} ({nsys.path})")
     captured = run_capture(nsys, command, options, tell)
     assert captured.report is not None
@@ -86,7 +99,12 @@ def profile(
         captured.report.unlink()
         report = None
     tell("analysing")
-    analysis = analyze(sqlite, config, progress=progress)
+    analysis = analyze(sqlite, config, progress=progress, calibration=calibration)
     return ProfileResult(
-        analysis=analysis, sqlite=sqlite, report=report, exit_code=captured.exit_code, interrupted=captured.interrupted
+        analysis=analysis,
+        sqlite=sqlite,
+        report=report,
+        exit_code=captured.exit_code,
+        interrupted=captured.interrupted,
+        calibration=calibration,
     )

@@ -18,6 +18,7 @@ running sum of durations. Syncs are taken in time order (a loop over syncs, neve
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -47,7 +48,7 @@ class ReplayModel:
 
     op_launch: np.ndarray
     op_dur: np.ndarray
-    op_thread_sync: np.ndarray  # index of the last sync on the launching thread before the launch, or -1
+    op_thread_sync: np.ndarray  # the sync an op's launch follows (its segment's anchor), or -1: see _anchor_syncs
     latency_ns: float
     streams: dict[tuple[int, int, int], np.ndarray]  # (pid, device, stream) -> op rows in launch order
     stream_busy_until: dict[tuple[int, int, int], float]  # end of what was launched before the window
@@ -93,10 +94,11 @@ def prepare(ops: pd.DataFrame, syncs: pd.DataFrame, steps: Steps) -> ReplayModel
     own = s1 - np.where(drain >= 0, np.maximum(s0, np.minimum(drain, s1)), s0)
     tids = syncs["global_tid"].to_numpy(np.int64)
     is_read = (syncs["kind"] == SyncKind.READ).to_numpy()
+    op_tid = ops_in["launch_tid"].to_numpy(np.int64)
     return ReplayModel(
         op_launch=launch.astype(float),
         op_dur=(end - start).astype(float),
-        op_thread_sync=_last_sync_before(ops_in["launch_tid"].to_numpy(np.int64), launch, tids, s0),
+        op_thread_sync=_anchor_syncs(op_tid, ops_in["global_pid"].to_numpy(np.int64), launch, syncs, s0),
         latency_ns=latency,
         streams=streams,
         stream_busy_until={(int(p), int(d), int(s)): float(v) for (p, d, s), v in busy_until.items()},
@@ -124,6 +126,21 @@ def _launch_latency(streams: dict, launch: np.ndarray, start: np.ndarray, end: n
     found = np.concatenate(delays) if delays else np.zeros(0)
     found = found[found >= 0]
     return float(np.median(found)) if len(found) else float(DEFAULT_LATENCY_NS)
+
+
+def _anchor_syncs(
+    op_tid: np.ndarray, op_pid: np.ndarray, launch: np.ndarray, syncs: pd.DataFrame, s0: np.ndarray
+) -> np.ndarray:
+    """The sync each op's launch follows: the last one before it on its own thread; on a thread with no
+    sync of its own (autograd's backward thread, driven by the main thread's ``backward()``), the last one
+    before it on any thread of its process, so that its launches move when the main thread's do."""
+    sync_tid = syncs["global_tid"].to_numpy(np.int64)
+    own = _last_sync_before(op_tid, launch, sync_tid, s0)
+    follower = ~np.isin(op_tid, sync_tid)
+    if follower.any():
+        by_process = _last_sync_before(op_pid, launch, syncs["global_pid"].to_numpy(np.int64), s0)
+        own = np.where(follower, by_process, own)
+    return own
 
 
 def _last_sync_before(op_tid: np.ndarray, launch: np.ndarray, sync_tid: np.ndarray, s0: np.ndarray) -> np.ndarray:
@@ -162,12 +179,12 @@ def _waits(syncs: pd.DataFrame, streams: dict, launch: np.ndarray) -> list[list[
 def replay(model: ReplayModel, released: np.ndarray, host_scale: float = 1.0) -> np.ndarray:
     """Replayed GPU end of every op, with the syncs where ``released`` is true made non-blocking.
 
-    ``host_scale`` stretches (or, below 1, compresses) each thread's host time since its last sync: the
-    profiler slows the host, and 1 replays the trace as captured.
+    ``host_scale`` stretches (or, below 1, compresses) the host's time since the sync an op or sync follows
+    (its anchor): the profiler slows the host, and 1 replays the trace as captured.
     """
     # each sync's new end minus its measured end; the extra last slot (index -1) is "before any sync": 0
     shift = np.zeros(len(model.sync_start) + 1)
-    # where a thread's host time restarts: its last sync's end, or (index -1) the replayed window's start
+    # where host time restarts: a sync's end, or (index -1) the replayed window's start
     anchor = np.append(model.sync_end.astype(float), float(model.window_start_ns))
     new_end = np.zeros(len(model.op_launch))
     state = {
@@ -176,11 +193,9 @@ def replay(model: ReplayModel, released: np.ndarray, host_scale: float = 1.0) ->
         for busy in [model.stream_busy_until.get(k, -np.inf)]
     }
 
-    def host_time(t: np.ndarray, seg: np.ndarray) -> np.ndarray:
-        return anchor[seg] + shift[seg] + host_scale * (t - anchor[seg])
-
     def ready(rows: np.ndarray) -> np.ndarray:
-        return host_time(model.op_launch[rows], model.op_thread_sync[rows]) + model.latency_ns
+        seg = model.op_thread_sync[rows]
+        return anchor[seg] + shift[seg] + host_scale * (model.op_launch[rows] - anchor[seg]) + model.latency_ns
 
     def advance(key: tuple[int, int, int], upto: int) -> float:
         st = state[key]
@@ -237,15 +252,26 @@ class WhatIf:
     without_syncs_step_ns: float
     saving_ns: dict[int, float]  # site_id -> predicted saving per step (host time scaled)
     latency_ns: float
-    host_scale: float
+    host_scale: float  # fitted when calibrated
     replayed_steps: tuple[int, int]  # [first, stop) among the analysed steps
     sites_left_out: int = 0  # call sites not replayed (too many sync-replays)
+    calibrated_step_ns: float | None = None  # the program's own unprofiled step (calibration run), if known
+    calibration_note: str = ""  # how the calibration was applied
+
+    @property
+    def calibrated(self) -> bool:
+        return self.calibrated_step_ns is not None
 
     @property
     def note(self) -> str:
+        if self.calibrated:
+            return (
+                f"calibrated: host time scaled by {self.host_scale:.3g}, fitted to this program's unprofiled run "
+                f"({self.calibration_note}); savings are estimates"
+            )
         return (
-            f"host time scaled by {self.host_scale:g} to undo nsys's slow-down (calibrated on an H200); "
-            "savings are estimates"
+            f"uncalibrated: host time scaled by {self.host_scale:g}, nsys's slow-down measured on an H200 "
+            "(nsync profile calibrates each run); savings are estimates"
         )
 
 
@@ -267,18 +293,55 @@ def replay_span(steps: Steps, sync_start: np.ndarray, replays: int, budget: int 
     return first, first + keep
 
 
+FIT_REPLAYS = 14  # bisection steps of the host-scale fit: the scale to within 1.25 / 2**14
+SCALE_RANGE = (0.05, 1.25)
+FIT_TOLERANCE = 0.005  # a replayed step within 0.5 % of the target fits
+
+
+def fit_host_scale(predict: Callable[[float], float], target_ns: float, uncalibrated: float) -> tuple[float, str]:
+    """The host scale whose replay (``predict``, non-decreasing in the scale) runs at ``target_ns``, the
+    program's unprofiled step, and a note on how it was found.
+
+    Where the replay cannot run that fast (the GPU bounds it), the calibration only says the host is at
+    least as fast as the edge of that bound: the scale is the edge, or the uncalibrated one if lower."""
+    low, high = SCALE_RANGE
+    fastest, slowest = predict(low), predict(high)
+    if slowest < target_ns:
+        return high, (
+            f"the unprofiled run ({target_ns / 1e6:.3f} ms a step) was slower than the capture replayed "
+            f"({slowest / 1e6:.3f} ms): host time scaled by at most {high:g}"
+        )
+    goal = max(target_ns, fastest) * (1 + FIT_TOLERANCE)
+    for _ in range(FIT_REPLAYS - 2):  # the largest scale whose replay stays within the goal
+        middle = (low + high) / 2
+        low, high = (middle, high) if predict(middle) <= goal else (low, middle)
+    if fastest <= target_ns * (1 + FIT_TOLERANCE):
+        return low, f"the replay matches its unprofiled step ({target_ns / 1e6:.3f} ms)"
+    return min(low, uncalibrated), (
+        f"the GPU bounds the replay at {fastest / 1e6:.3f} ms a step, above the unprofiled "
+        f"{target_ns / 1e6:.3f} ms: host time scaled by at most {low:.3g}"
+    )
+
+
 def what_if(
-    ops: pd.DataFrame, syncs: pd.DataFrame, steps: Steps, callsites: pd.DataFrame, host_scale: float
+    ops: pd.DataFrame,
+    syncs: pd.DataFrame,
+    steps: Steps,
+    callsites: pd.DataFrame,
+    host_scale: float,
+    calibrated_step_ns: float | None = None,
 ) -> WhatIf | str:
     """Replay each call site of ``callsites`` (its syncs released), and all at once; a reason when skipped.
-    ``syncs``: every detected sync, with ``site_id``."""
+    ``syncs``: every detected sync, with ``site_id``. ``calibrated_step_ns``: the program's unprofiled step,
+    which the host scale is then fitted to (``host_scale`` otherwise)."""
     if steps.count < 2:
         return "what-if replay needs steps"
     sync_start = syncs["start"].to_numpy(np.int64)
-    first, stop = replay_span(steps, sync_start, len(callsites) + 3)
+    fits = FIT_REPLAYS if calibrated_step_ns is not None else 0
+    first, stop = replay_span(steps, sync_start, len(callsites) + 3 + fits)
     replayed = steps.analysed.iloc[first:stop]
     window = sync_start[(sync_start >= replayed["start"].iloc[0]) & (sync_start < replayed["end"].iloc[-1])]
-    sites_fit = REPLAY_BUDGET // max(len(window), 1) - 3
+    sites_fit = REPLAY_BUDGET // max(len(window), 1) - 3 - fits
     if sites_fit < 1:
         return (
             f"what-if replay skipped: {len(window)} syncs in {stop - first} steps are too many to replay "
@@ -287,19 +350,24 @@ def what_if(
     model = prepare(ops, syncs, Steps(table=replayed, source=steps.source, warmup=0))
     none = np.zeros(len(model.sync_start), bool)
 
-    def predict(released: np.ndarray, scale: float = host_scale) -> float:
+    def predict(released: np.ndarray, scale: float) -> float:
         return _median(step_times_ns(model, replay(model, released, scale)))
 
-    base = predict(none)
+    note = ""
+    if calibrated_step_ns is not None:
+        host_scale, note = fit_host_scale(lambda scale: predict(none, scale), calibrated_step_ns, host_scale)
+    base = predict(none, host_scale)
     replayed_sites = callsites.sort_values("exposed_idle_ns", ascending=False).head(sites_fit)["site_id"]
-    savings = {int(site): base - predict(model.sync_site == site) for site in replayed_sites}
+    savings = {int(site): base - predict(model.sync_site == site, host_scale) for site in replayed_sites}
     return WhatIf(
         replayed_step_ns=predict(none, 1.0),
         unprofiled_step_ns=base,
-        without_syncs_step_ns=predict(~none),
+        without_syncs_step_ns=predict(~none, host_scale),
         saving_ns=savings,
         latency_ns=model.latency_ns,
         host_scale=host_scale,
         replayed_steps=(first, stop),
         sites_left_out=len(callsites) - len(savings),
+        calibrated_step_ns=calibrated_step_ns,
+        calibration_note=note,
     )

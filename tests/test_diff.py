@@ -144,7 +144,10 @@ def test_markdown_of_a_no_change_diff(h200_analysis):
     # a run against itself: the same step on both sides (2.83 ms under the profiler, fixtures/h200/README.md),
     # no change, and the noise floor (2 %) since its own spread is smaller
     found = re.search(
-        r"\*\*verdict: no-change; step (\d\.\d{3}) → (\d\.\d{3}) ms \(\+0\.0 %, noise 2\.0 %, gpu step time\)\*\*", text
+        r"\*\*verdict: no-change; step (\d\.\d{3}) → (\d\.\d{3}) ms \(\+0\.0 %, noise 2\.0 %, gpu step time under the "
+        r"profiler\); predicted without the profiler (\d\.\d{3}) → (\d\.\d{3}) ms \(\+0\.0 %, uncalibrated\)\*\*",
+        text,
     )
     assert found and found.group(1) == found.group(2) and float(found.group(1)) == pytest.approx(2.83, rel=0.02)
+    assert found.group(3) == found.group(4)
     assert text.rstrip().endswith("No call site changed beyond the noise.")

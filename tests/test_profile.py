@@ -171,9 +171,10 @@ def _kill_orphaned_agents(nsys_pids: list[int]) -> None:
 
 
 def _start_profile(tmp_path: Path, *args: str) -> subprocess.Popen[str]:
-    """nsync profile in its own session (as a terminal's foreground group), returning once the program runs."""
+    """nsync profile in its own session (as a terminal's foreground group), returning once the program runs
+    under nsys (no calibration run first: these tests signal nsys)."""
     proc = subprocess.Popen(
-        [NSYNC, "profile", "--python", sys.executable, "--no-cpu-sampling", *args],
+        [NSYNC, "profile", "--python", sys.executable, "--no-cpu-sampling", "--no-calibrate", *args],
         cwd=tmp_path,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -227,3 +228,25 @@ def test_hang_watch_tells_a_running_program_from_one_that_left_only_a_zombie(mon
         for proc in (running, zombie):
             proc.kill()
             proc.wait()
+
+
+@needs_nsys
+def test_profile_runs_the_program_once_unprofiled_first_and_writes_its_calibration_beside_the_sqlite(tmp_path):
+    """With a stand-in torch whose CUDA events read a clock the program sets (tests/test_calibration.py), the
+    calibration run's step times are known by construction: 2.5 and 3.0 ms alternating."""
+    from tests.test_calibration import PROGRAM, fake_torch
+
+    fake = fake_torch(tmp_path / "fake")
+    script = tmp_path / "train.py"
+    script.write_text(PROGRAM)
+    env = {**os.environ, "PYTHONPATH": str(fake)}
+    done = subprocess.run(
+        [NSYNC, "profile", "--python", sys.executable, "--no-cpu-sampling", "-o", "out", str(script)],
+        cwd=tmp_path, capture_output=True, text=True, env=env, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    written = tmp_path / "out" / "train.calibration.json"
+    assert "nsync: calibration: timed nvtx:step N (5 times), marks (5 times) in " in done.stderr
+    data = json.loads(written.read_text())
+    assert data["schema"] == "nsync.calibration/1" and data["command"][1:] == [str(script)]
+    assert data["intervals_ns"]["nvtx:step N"] == [2_500_000, 3_000_000, 2_500_000, 3_000_000]

@@ -81,7 +81,14 @@ def headline(result: Diff) -> str:
         text += (
             f"; step {_num(step['baseline'])} → {_num(step['candidate'])} ms "  # type: ignore[arg-type]
             f"({_num(step['delta_pct'], 1, sign=True)} %, noise {_num(step['noise_pct'], 1)} %, "  # type: ignore[arg-type]
-            f"{step['basis']} step time)"
+            f"{step['basis']} step time under the profiler)"
+        )
+    if step.get("unprofiled_baseline") is not None:
+        basis = "; the verdict's basis" if step["verdict_basis"] != "profiled" else ""
+        text += (
+            f"; predicted without the profiler {_num(step['unprofiled_baseline'])} → "  # type: ignore[arg-type]
+            f"{_num(step['unprofiled_candidate'])} ms ({_num(step['unprofiled_delta_pct'], 1, sign=True)} %, "  # type: ignore[arg-type]
+            f"{'calibrated' if step['verdict_basis'] != 'profiled' else 'uncalibrated'}{basis})"
         )
     return text
 

@@ -114,6 +114,7 @@ def _verdict(analysis: Analysis) -> dict[str, Any] | None:
         "largest_saving_ms_per_step": ns_to_ms(verdict.largest_saving_ns),
         "share_pct": round(100 * verdict.share, 2),
         "site": verdict.site,
+        "all_syncs_together": verdict.together,
         "threshold_pct": round(100 * analysis.config.worth_fixing_share, 2),
     }
 
@@ -153,7 +154,9 @@ def _what_if(analysis: Analysis) -> dict[str, Any] | None:
     return {
         "replayed_step_ms": ns_to_ms(predicted.replayed_step_ns),
         "unprofiled_step_ms": ns_to_ms(predicted.unprofiled_step_ns),
-        "host_scale": predicted.host_scale,
+        "host_scale": round(predicted.host_scale, 4),
+        "calibrated": predicted.calibrated,
+        "calibrated_step_ms": None if predicted.calibrated_step_ns is None else ns_to_ms(predicted.calibrated_step_ns),
         "predicted_step_ms_without_syncs": ns_to_ms(predicted.without_syncs_step_ns),
         "launch_latency_us": round(predicted.latency_ns / 1e3, 3),
         "replayed_steps": list(predicted.replayed_steps),

@@ -1,0 +1,166 @@
+"""The calibration run: the program's own step times without the profiler, which the what-if is fitted to.
+
+``nsync profile`` runs the program once without nsys before capturing it, with nsync's ``sitecustomize``
+in its calibration mode (``nsync/nsys/inject``): CUDA events recorded at each optimizer step and each
+NVTX ``range_push`` give the GPU time between successive steps, unprofiled. They are stored beside the
+SQLite as ``NAME.calibration.json`` (schema :data:`SCHEMA`); ``nsync analyze`` and ``nsync diff`` pick the
+file up and fit the replay's host scale so that the replayed capture runs at the program's own speed
+(docs/how-it-works.md, "Undoing the profiler").
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from nsync.errors import TraceError
+from nsync.nsys import inject
+
+SCHEMA = "nsync.calibration/1"
+RUN_SCHEMA = "nsync.calibration-run/1"  # what the sitecustomize writes (one file per process)
+SUFFIX = ".calibration.json"
+
+Say = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Unprofiled GPU time between successive steps, per step source (``marks``, ``nvtx:NAME``)."""
+
+    path: Path | None
+    intervals_ns: dict[str, np.ndarray]
+    command: tuple[str, ...] = ()
+    exit_code: int = 0
+    wall_s: float = 0.0
+
+    def step_ns(self, source: str, warmup: int) -> float | None:
+        """The median unprofiled step for steps of ``source`` after ``warmup`` of them; None when not timed.
+
+        The intervals run from one step's start to the next, so interval k is step k: the first
+        ``warmup`` are left out as the analysis leaves out its warm-up steps."""
+        intervals = self.intervals_ns.get(source)
+        if intervals is None or len(intervals) <= warmup:
+            return None
+        return float(np.median(intervals[warmup:]))
+
+
+def beside(trace: Path) -> Path:
+    """Where ``nsync profile`` writes the calibration of ``trace`` (NAME.sqlite, NAME.sqlite.xz or
+    NAME.nsys-rep): NAME.calibration.json next to it."""
+    name = trace.name
+    for suffix in (".sqlite.xz", ".sqlite", ".nsys-rep"):
+        name = name.removesuffix(suffix)
+    return trace.with_name(name + SUFFIX)
+
+
+def run_calibration(command: Sequence[str], target: Path, say: Say) -> Calibration | None:
+    """Run ``command`` without the profiler, timing its steps, and write the calibration to ``target``.
+
+    The program's output goes where it would; None (and a note) when it timed no steps."""
+    with tempfile.TemporaryDirectory(prefix="nsync-calibrate-") as scratch:
+        env = {
+            **os.environ,
+            "NSYNC_CALIBRATE_DIR": scratch,
+            "PYTHONPATH": os.pathsep.join(p for p in (str(inject.folder()), os.environ.get("PYTHONPATH")) if p),
+        }
+        began = time.monotonic()
+        try:
+            code = subprocess.run(list(command), env=env, check=False).returncode
+        except OSError as err:
+            say(f"note: calibration run could not start ({err.strerror}): predictions will be uncalibrated")
+            return None
+        wall_s = time.monotonic() - began
+        runs = [_read_run(path) for path in sorted(Path(scratch).glob("calibration-*.json"))]
+    timed = [run for run in runs if run]
+    if code != 0:
+        say(f"note: the calibration run exited with code {code}")
+    if not timed:
+        say(
+            "note: the calibration run timed no steps (no optimizer step or NVTX range on a CUDA stream): "
+            "predictions will be uncalibrated"
+        )
+        return None
+    # the process that timed most steps is the training one (not a data-loader worker)
+    intervals = max(timed, key=lambda run: max(len(v) for v in run.values()))
+    calibration = Calibration(target, intervals, tuple(command), exit_code=code, wall_s=wall_s)
+    write_calibration(calibration, target)
+    return calibration
+
+
+def _read_run(path: Path) -> dict[str, np.ndarray]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict) or data.get("schema") != RUN_SCHEMA:
+        return {}
+    return _intervals(data.get("intervals_ns"), path)
+
+
+def write_calibration(calibration: Calibration, target: Path) -> None:
+    document = {
+        "schema": SCHEMA,
+        "what": "unprofiled GPU time between successive steps of the program, per step source (nsync profile)",
+        "command": list(calibration.command),
+        "exit_code": calibration.exit_code,
+        "wall_s": round(calibration.wall_s, 3),
+        "intervals_ns": {source: values.tolist() for source, values in calibration.intervals_ns.items()},
+    }
+    target.write_text(json.dumps(document, indent=1) + "\n")
+
+
+def read_calibration(path: Path) -> Calibration:
+    """A calibration file, checked: a one-line :class:`TraceError` for anything else."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError as err:
+        raise TraceError(f"calibration file not found: {path}") from err
+    except (OSError, UnicodeDecodeError) as err:
+        raise TraceError(f"cannot read calibration file {path}: {err}") from err
+    try:
+        data: Any = json.loads(text)
+    except ValueError as err:
+        raise TraceError(f"{path} is not an nsync calibration file (not JSON: {err})") from err
+    schema = data.get("schema") if isinstance(data, dict) else None
+    if schema != SCHEMA:
+        newer = isinstance(schema, str) and schema.startswith("nsync.calibration/")
+        raise TraceError(
+            f"{path} is a calibration of another version ({schema}); this nsync reads {SCHEMA}"
+            if newer
+            else f"{path} is not an nsync calibration file (schema {schema!r}, expected {SCHEMA})"
+        )
+    command = data.get("command")
+    return Calibration(
+        path=path,
+        intervals_ns=_intervals(data.get("intervals_ns"), path, strict=True),
+        command=tuple(str(word) for word in command) if isinstance(command, list) else (),
+        exit_code=int(data.get("exit_code") or 0),
+        wall_s=float(data.get("wall_s") or 0.0),
+    )
+
+
+def _intervals(value: Any, path: Path, strict: bool = False) -> dict[str, np.ndarray]:
+    """``{source: [positive ns, ...]}``; malformed entries are an error (``strict``) or left out."""
+    out: dict[str, np.ndarray] = {}
+    for source, values in (value or {}).items() if isinstance(value, dict) else []:
+        ok = isinstance(values, list) and all(_positive_ns(v) for v in values)
+        if ok and isinstance(source, str):
+            out[source] = np.asarray(values, dtype=float)
+        elif strict:
+            raise TraceError(f"{path}: the timings of {source!r} are not a list of positive nanoseconds")
+    if strict and not isinstance(value, dict):
+        raise TraceError(f"{path}: no intervals_ns table")
+    return out
+
+
+def _positive_ns(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and 0 < value < 1e15

@@ -1,0 +1,173 @@
+"""The injected sitecustomize and the calibration run, with a stand-in torch (no GPU here) whose CUDA events
+read a clock the program sets, so every timing is known by construction; and calibration files, good and bad."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from nsync.calibration import SCHEMA, beside, read_calibration, run_calibration
+from nsync.errors import TraceError
+from nsync.nsys import inject
+from nsync.nsys.inject import STEP_MARK
+
+FAKE_TORCH = {
+    "torch/__init__.py": "import torch.cuda, torch.optim.optimizer\n",
+    "torch/cuda/__init__.py": (
+        "from torch.cuda import nvtx\n"
+        "clock_ms = 0.0  # the GPU's clock, set by the program\n"
+        "initialized = False\ncapturing = False\nsynchronized = []\n"
+        "def is_initialized(): return initialized\n"
+        "def is_current_stream_capturing(): return capturing\n"
+        "def synchronize(): synchronized.append(True)\n"
+        "class Event:\n"
+        "    def __init__(self, enable_timing=False): self.at = None\n"
+        "    def record(self): import torch.cuda as c; self.at = c.clock_ms\n"
+        "    def elapsed_time(self, other): return other.at - self.at\n"
+    ),
+    "torch/cuda/nvtx.py": (
+        "calls = []\ndef range_push(name): calls.append(('push', name))\ndef range_pop(): calls.append(('pop',))\n"
+    ),
+    "torch/optim/__init__.py": "",
+    "torch/optim/optimizer.py": (
+        "pre, post = [], []\n"
+        "def register_optimizer_step_pre_hook(h): pre.append(h)\n"
+        "def register_optimizer_step_post_hook(h): post.append(h)\n"
+        "class Optimizer:\n"
+        "    def step(self):\n"
+        "        for h in pre: h(self, (), {})\n"
+        "        for h in post: h(self, (), {})\n"
+    ),
+}
+
+# Steps of 2.5, 3.0, 2.5, 3.0 ms on the GPU clock, each in an NVTX range 'step N' closed by an optimizer step;
+# one range pushed before CUDA starts and one during a CUDA graph capture are not timed.
+PROGRAM = """
+import torch, torch.cuda as cuda
+from torch.cuda import nvtx
+from torch.optim.optimizer import Optimizer
+nvtx.range_push('before cuda'); nvtx.range_pop()
+cuda.initialized = True
+opt = Optimizer()
+for i, ms in enumerate([2.5, 3.0, 2.5, 3.0, 2.5]):
+    nvtx.range_push(f'step {i}')
+    cuda.clock_ms += ms
+    opt.step()
+    nvtx.range_pop()
+cuda.capturing = True
+nvtx.range_push('step 99'); opt.step()
+print(nvtx.calls)
+"""
+
+
+def fake_torch(root: Path) -> Path:
+    for name, text in FAKE_TORCH.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root
+
+
+def test_the_injected_sitecustomize_marks_optimizer_steps_and_runs_the_one_it_shadows(tmp_path: Path):
+    """The hooks open and close a range around each step, and the program's own sitecustomize still runs."""
+    fake = fake_torch(tmp_path / "fake")
+    own = tmp_path / "own"
+    own.mkdir()
+    (own / "sitecustomize.py").write_text("import builtins\nbuiltins.OWN_SITECUSTOMIZE_RAN = True\n")
+    program = (
+        "import builtins, torch\nfrom torch.optim.optimizer import Optimizer\nfrom torch.cuda import nvtx\n"
+        "Optimizer().step(); Optimizer().step()\nprint(nvtx.calls, getattr(builtins, 'OWN_SITECUSTOMIZE_RAN', False))\n"
+    )
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": f"{inject.folder()}:{fake}:{own}"}
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    step = [("push", STEP_MARK), ("pop",)]
+    assert done.stdout.strip() == f"{step + step} True"
+
+
+def test_the_calibration_run_times_each_step_between_optimizer_steps_and_nvtx_ranges(tmp_path: Path, monkeypatch):
+    """The intervals are the GPU clock's steps (by construction); no NVTX mark is added in this run, and the
+    program's own ranges still reach NVTX."""
+    fake = fake_torch(tmp_path / "fake")
+    monkeypatch.setenv("PYTHONPATH", str(fake))
+    notes: list[str] = []
+    target = tmp_path / "run.calibration.json"
+    calibration = run_calibration([sys.executable, "-c", PROGRAM], target, notes.append)
+    assert calibration is not None and notes == []
+    ms = 1e6
+    # the optimizer steps end after each step's GPU time: intervals are steps 1.. (3.0, 2.5, 3.0, 2.5 ms)
+    assert calibration.intervals_ns["marks"].tolist() == [3.0 * ms, 2.5 * ms, 3.0 * ms, 2.5 * ms]
+    # range k is pushed before step k's work: interval k is step k (2.5, 3.0, 2.5, 3.0 ms)
+    assert calibration.intervals_ns["nvtx:step N"].tolist() == [2.5 * ms, 3.0 * ms, 2.5 * ms, 3.0 * ms]
+    assert "nvtx:before cuda" not in calibration.intervals_ns
+    assert calibration.step_ns("nvtx:step N", warmup=1) == 3.0 * ms  # median of 3.0, 2.5, 3.0
+    assert calibration.step_ns("nvtx:step N", warmup=4) is None and calibration.step_ns("marks", 0) is not None
+    again = read_calibration(target)
+    assert {k: v.tolist() for k, v in again.intervals_ns.items()} == {
+        k: v.tolist() for k, v in calibration.intervals_ns.items()
+    }
+    assert json.loads(target.read_text())["schema"] == SCHEMA
+
+
+def test_a_calibration_run_that_times_nothing_says_so_and_writes_nothing(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", str(fake_torch(tmp_path / "fake")))
+    notes: list[str] = []
+    target = tmp_path / "run.calibration.json"
+    program = "import torch; from torch.optim.optimizer import Optimizer; Optimizer().step(); raise SystemExit(3)"
+    assert run_calibration([sys.executable, "-c", program], target, notes.append) is None
+    assert not target.exists()
+    assert notes[0] == "note: the calibration run exited with code 3"
+    assert "timed no steps" in notes[1] and "uncalibrated" in notes[1]
+
+
+def test_the_calibration_lies_beside_the_trace_whatever_its_suffix():
+    for name in ("run.sqlite", "run.sqlite.xz", "run.nsys-rep"):
+        assert beside(Path("/d") / name) == Path("/d/run.calibration.json")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("not json", "is not an nsync calibration file (not JSON"),
+        ('{"schema": "something/1"}', "is not an nsync calibration file (schema 'something/1'"),
+        ('{"schema": "nsync.calibration/9"}', "is a calibration of another version (nsync.calibration/9)"),
+        ('{"schema": "nsync.calibration/1", "intervals_ns": {"marks": [1, -5]}}', "are not a list of positive"),
+        ('{"schema": "nsync.calibration/1", "intervals_ns": {"marks": [true]}}', "are not a list of positive"),
+        ('{"schema": "nsync.calibration/1"}', "no intervals_ns table"),
+    ],
+)
+def test_a_bad_calibration_file_is_a_one_line_error(tmp_path: Path, text: str, message: str):
+    path = tmp_path / "x.calibration.json"
+    path.write_text(text)
+    with pytest.raises(TraceError) as caught:
+        read_calibration(path)
+    assert message in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_analyze_picks_up_the_calibration_beside_the_trace_and_a_bad_one_is_an_error(tmp_path: Path):
+    import shutil
+
+    nsync = str(Path(sys.executable).parent / "nsync")
+    lab = Path(__file__).resolve().parents[1] / "fixtures" / "h200" / "cal"
+    trace = tmp_path / "w_print_degraded.sqlite.xz"
+    shutil.copy(lab / trace.name, trace)
+    shutil.copy(lab / "w_print_degraded.calibration.json", beside(trace))
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([nsync, "analyze", str(trace), "--json", "-", *args], capture_output=True, text=True)
+
+    done = run()
+    assert done.returncode == 0, done.stderr
+    assert f"nsync: calibrated by {beside(trace)}" in done.stderr
+    assert json.loads(done.stdout)["what_if"]["note"].startswith("calibrated: ")
+    off = run("--no-calibrate")
+    assert off.returncode == 0 and json.loads(off.stdout)["what_if"]["note"].startswith("uncalibrated: ")
+    beside(trace).write_text('{"schema": "nsync.calibration/1", "intervals_ns": {"nvtx:step": "fast"}}')
+    bad = run()
+    assert bad.returncode == 1 and bad.stdout == ""
+    assert bad.stderr.strip().splitlines()[-1].startswith("nsync: error: ") and "Traceback" not in bad.stderr
+    both = run("--calibration", str(beside(trace)), "--no-calibrate")
+    assert both.returncode == 2 and "contradict" in both.stderr
