@@ -67,11 +67,8 @@ def run_calibration(command: Sequence[str], target: Path, say: Say) -> Calibrati
 
     The program's output goes where it would; None (and a note) when it timed no steps."""
     with tempfile.TemporaryDirectory(prefix="nsync-calibrate-") as scratch:
-        env = {
-            **os.environ,
-            "NSYNC_CALIBRATE_DIR": scratch,
-            "PYTHONPATH": os.pathsep.join(p for p in (str(inject.folder()), os.environ.get("PYTHONPATH")) if p),
-        }
+        env = {**os.environ, "NSYNC_CALIBRATE_DIR": scratch}
+        env["PYTHONPATH"] = inject.pythonpath(env.get("PYTHONPATH"))
         began = time.monotonic()
         try:
             code = subprocess.run(list(command), env=env, check=False).returncode
@@ -150,15 +147,16 @@ def read_calibration(path: Path) -> Calibration:
 
 def _intervals(value: Any, path: Path, strict: bool = False) -> dict[str, np.ndarray]:
     """``{source: [positive ns, ...]}``; malformed entries are an error (``strict``) or left out."""
+    if not isinstance(value, dict):
+        if strict:
+            raise TraceError(f"{path}: no intervals_ns table")
+        return {}
     out: dict[str, np.ndarray] = {}
-    for source, values in (value or {}).items() if isinstance(value, dict) else []:
-        ok = isinstance(values, list) and all(_positive_ns(v) for v in values)
-        if ok and isinstance(source, str):
+    for source, values in value.items():
+        if isinstance(source, str) and isinstance(values, list) and all(_positive_ns(v) for v in values):
             out[source] = np.asarray(values, dtype=float)
         elif strict:
             raise TraceError(f"{path}: the timings of {source!r} are not a list of positive nanoseconds")
-    if strict and not isinstance(value, dict):
-        raise TraceError(f"{path}: no intervals_ns table")
     return out
 
 

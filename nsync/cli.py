@@ -317,7 +317,10 @@ def profile_command(
         step_marks=step_marks,
     )
     config = AnalysisConfig(step_range=step_range, warmup_steps=warmup_steps)
-    say = lambda msg: err.print(f"nsync: {msg}", markup=False)  # noqa: E731
+
+    def say(message: str) -> None:
+        err.print(f"nsync: {message}", markup=False)
+
     result = profile(command, options, config, nsys_path, say=say, calibrate=calibrate)
     err.print(f"nsync: wrote {result.sqlite}" + (f" and {result.report}" if result.report else ""), markup=False)
     outputs = Outputs(json_path, html_path or out_dir / f"{options.name}.html", markdown_path, db_path)
@@ -394,10 +397,9 @@ def diff_command(
     complete = _finish(
         outputs, writers, lambda: render_diff_json(result), lambda width: diff_summary(result, top, width)
     )
-    key = "delta_pct" if result.step_ms["verdict_basis"] == "profiled" else "unprofiled_delta_pct"
     if fail_on_regression is not None and result.regressed_beyond(fail_on_regression):
         err.print(
-            f"nsync: step time regressed by {result.step_ms[key]} % (> {fail_on_regression} %, "
+            f"nsync: step time regressed by {result.verdict_delta_pct} % (> {fail_on_regression} %, "
             f"{result.step_ms['verdict_basis']})",
             markup=False,
         )

@@ -35,12 +35,17 @@ class Diff:
     reasons: list[str]
     callsites: pd.DataFrame
 
+    @property
+    def verdict_delta_pct(self) -> float | None:
+        """The step time's change on the verdict's basis (profiled, or predicted unprofiled)."""
+        delta = self.step_ms["unprofiled_delta_pct" if self.step_ms["verdict_basis"] != "profiled" else "delta_pct"]
+        return None if delta is None else float(delta)
+
     def regressed_beyond(self, pct: float) -> bool:
         """The CI gate: a regression verdict with the step time worse by more than ``pct`` percent (on the
         verdict's basis)."""
-        key = "unprofiled_delta_pct" if self.step_ms["verdict_basis"] != "profiled" else "delta_pct"
-        delta = self.step_ms[key]
-        return self.verdict == "regression" and delta is not None and float(delta) > pct
+        delta = self.verdict_delta_pct
+        return self.verdict == "regression" and delta is not None and delta > pct
 
 
 def step_times_ns(analysis: Analysis) -> tuple[np.ndarray, str]:

@@ -3,7 +3,8 @@
 The model (docs/how-it-works.md, §6):
 
 - a host thread keeps its measured gaps: between two of its syncs every call and every launch moves by
-  the same shift, the one its last sync left it with;
+  the same shift, the one its last sync left it with (a thread with no sync of its own, such as
+  autograd's backward thread, moves with the last sync of any thread of its process);
 - each stream runs its ops in launch order with their measured durations, none before its launch
   (plus the launch latency measured on this device when the stream was idle);
 - a blocking sync ends at max(its new start + its own cost, the replayed end of what it waited for);
@@ -293,7 +294,7 @@ def replay_span(steps: Steps, sync_start: np.ndarray, replays: int, budget: int 
     return first, first + keep
 
 
-FIT_REPLAYS = 14  # bisection steps of the host-scale fit: the scale to within 1.25 / 2**14
+FIT_REPLAYS = 14  # replays of the host-scale fit: both ends of SCALE_RANGE, then 12 bisection steps
 SCALE_RANGE = (0.05, 1.25)
 FIT_TOLERANCE = 0.005  # a replayed step within 0.5 % of the target fits
 

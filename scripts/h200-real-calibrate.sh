@@ -6,9 +6,7 @@
 source "$(dirname "$0")/h200-env.sh"
 cd "$ROOT/fixtures/real"
 for spec in "$@"; do
-  IFS=: read -r name steps mode <<< "$spec"
-  mode=${mode:-degraded} out=$name
-  [ "$mode" = degraded ] || out=${name}_$mode
+  real_spec "$spec"
   s=$SECONDS
   python3 - "$OUT/$out.calibration.json" "$name.py" "$mode" "$steps" > "/tmp/cal-$out.log" 2>&1 <<'PY'
 import sys

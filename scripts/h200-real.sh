@@ -5,9 +5,7 @@
 source "$(dirname "$0")/h200-env.sh"
 cd "$ROOT/fixtures/real"
 for spec in "$@"; do
-  IFS=: read -r name steps mode <<< "$spec"
-  mode=${mode:-degraded} out=$name
-  [ "$mode" = degraded ] || out=${name}_$mode
+  real_spec "$spec"
   s=$SECONDS
   LD_LIBRARY_PATH=$ROOT/.libdw python3 -m nsync profile --nsys "$NSYS" -o /tmp/prof --name "$out" --no-keep-report \
     --json "/tmp/prof/$out.json" "$name.py" "$mode" "$steps" > "/tmp/prof-$out.log" 2>&1

@@ -81,7 +81,8 @@ def test_fixing_the_sync_predicts_the_healthy_step(h200_analysis, name):
             marks=pytest.mark.xfail(
                 strict=True,
                 reason="predicted 1.23 ms where 0.65 is measured: its host slows down twice as much under nsys as "
-                "the one host_scale assumes (fixtures/h200/README.md); per-run calibration is issue 14",
+                "the one host_scale assumes (fixtures/h200/README.md); this capture has no calibration run (the "
+                "calibrated ones: fixtures/h200/cal)",
             ),
         ),
     ],

@@ -136,7 +136,7 @@ def program_env(options: CaptureOptions, scratch: str) -> dict[str, str]:
     ``step_marks`` the folder of nsync's ``sitecustomize`` first on PYTHONPATH."""
     env = {**os.environ, "TMPDIR": scratch}
     if options.step_marks:
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(inject.folder()), env.get("PYTHONPATH")) if p)
+        env["PYTHONPATH"] = inject.pythonpath(env.get("PYTHONPATH"))
     return env
 
 

@@ -7,6 +7,7 @@ in ``sitecustomize.py``, which must not import nsync inside the user's process).
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 STEP_MARK = "nsync: optimizer step"
@@ -15,3 +16,8 @@ STEP_MARK = "nsync: optimizer step"
 def folder() -> Path:
     """The folder holding ``sitecustomize.py`` (a real folder: wheels and editable installs unpack it)."""
     return Path(__file__).resolve().parent
+
+
+def pythonpath(existing: str | None) -> str:
+    """A program's PYTHONPATH with this folder first (its own entries kept after it)."""
+    return os.pathsep.join(p for p in (str(folder()), existing) if p)

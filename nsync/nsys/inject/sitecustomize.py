@@ -62,6 +62,7 @@ def _write_timings():
         intervals[source] = [round(a.elapsed_time(b) * 1e6) for a, b in zip(events[:-1], events[1:])]  # noqa: RUF007
     path = os.path.join(_CALIBRATE_DIR, f"calibration-{os.getpid()}.json")
     with open(path, "w") as handle:
+        # nsync.calibration.RUN_SCHEMA, written as a literal: this file must not import nsync
         json.dump({"schema": "nsync.calibration-run/1", "intervals_ns": intervals}, handle)
 
 
