@@ -125,12 +125,14 @@ def diff(baseline: Analysis, candidate: Analysis, noise_floor_pct: float = NOISE
     if predicted[0] is not None and predicted[1] is not None and step["noise_pct"] is not None:
         b, c = predicted[0].unprofiled_step_ns / 1e6, predicted[1].unprofiled_step_ns / 1e6
         unprofiled_pct = 100 * (c - b) / b if b > 0 else None
+        calibrated = predicted[0].calibrated and predicted[1].calibrated
         step.update(
             unprofiled_baseline=round(b, 6),
             unprofiled_candidate=round(c, 6),
             unprofiled_delta_pct=None if unprofiled_pct is None else round(unprofiled_pct, 3),
+            unprofiled_calibrated=calibrated,
         )
-        if predicted[0].calibrated and predicted[1].calibrated and unprofiled_pct is not None and not reasons:
+        if calibrated and unprofiled_pct is not None and not reasons:
             verdict = _verdict(unprofiled_pct, float(step["noise_pct"]))
             step["verdict_basis"] = "unprofiled (calibrated)"
     return Diff(

@@ -318,9 +318,10 @@ def fit_host_scale(predict: Callable[[float], float], target_ns: float, uncalibr
         low, high = (middle, high) if predict(middle) <= goal else (low, middle)
     if fastest <= target_ns * (1 + FIT_TOLERANCE):
         return low, f"the replay matches its unprofiled step ({target_ns / 1e6:.3f} ms)"
-    return min(low, uncalibrated), (
+    scale = min(low, uncalibrated)
+    return scale, (
         f"the GPU bounds the replay at {fastest / 1e6:.3f} ms a step, above the unprofiled "
-        f"{target_ns / 1e6:.3f} ms: host time scaled by at most {low:.3g}"
+        f"{target_ns / 1e6:.3f} ms: the host scale is at most {low:.3g}, {scale:.3g} used"
     )
 
 

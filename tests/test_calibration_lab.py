@@ -90,3 +90,14 @@ def test_diff_of_calibrated_runs_judges_on_the_unprofiled_prediction():
     assert result.step_ms["unprofiled_candidate"] == pytest.approx(3.97, abs=0.05)
     uncalibrated = diff(lab("w_two_healthy", False), lab("w_two_degraded", False))
     assert uncalibrated.step_ms["verdict_basis"] == "profiled"
+
+
+def test_a_diff_that_cannot_judge_still_says_its_predictions_are_calibrated():
+    """Two calibrated runs of different programs: no verdict, so the profiled basis, and yet both
+    predictions were fitted to their calibration runs, and the headline says so."""
+    from nsync.render.diff import headline
+
+    result = diff(lab("w_two_healthy", True), lab("w_print_degraded", True))
+    assert result.verdict == "inconclusive" and result.step_ms["verdict_basis"] == "profiled"
+    assert result.step_ms["unprofiled_calibrated"] is True
+    assert "calibrated)" in headline(result) and "uncalibrated" not in headline(result)

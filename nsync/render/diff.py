@@ -88,7 +88,7 @@ def headline(result: Diff) -> str:
         text += (
             f"; predicted without the profiler {_num(step['unprofiled_baseline'])} → "  # type: ignore[arg-type]
             f"{_num(step['unprofiled_candidate'])} ms ({_num(step['unprofiled_delta_pct'], 1, sign=True)} %, "  # type: ignore[arg-type]
-            f"{'calibrated' if step['verdict_basis'] != 'profiled' else 'uncalibrated'}{basis})"
+            f"{'calibrated' if step['unprofiled_calibrated'] else 'uncalibrated'}{basis})"
         )
     return text
 
