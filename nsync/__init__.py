@@ -1,7 +1,9 @@
 """nsync: which line of my Python makes the GPU wait, and how much does it cost?
 
-Library first: ``nsync.analyze(path) -> Analysis``; renderers turn an Analysis into text. Modules load on
-first use, so ``nsync --help`` stays fast.
+Library first: ``nsync.analyze(path) -> Analysis``; ``nsync.build_report(analysis) -> Report`` holds every
+figure the renderers print (and what ``--json`` writes; ``nsync.read_report`` reads it back); each renderer
+takes a Report (or an Analysis, whose Report it builds). Modules load on first use, so ``nsync --help``
+stays fast.
 """
 
 from __future__ import annotations
@@ -15,8 +17,8 @@ if TYPE_CHECKING:
     from nsync.errors import EXIT_CODES, NsyncError, NsysError, TraceError, UsageError
     from nsync.load import Trace, load_trace
     from nsync.render.html import render_html
-    from nsync.render.json import analysis_to_dict, render_json
     from nsync.render.markdown import render_markdown
+    from nsync.render.model import Report, build_report, read_report, render_json, report_to_dict
     from nsync.render.terminal import render_terminal, summary
 
 # Every name loads on first use: `import nsync` runs almost nothing, so that the command's own Ctrl-C
@@ -32,8 +34,11 @@ _LAZY = {
     "analyze": "nsync.analysis",
     "Trace": "nsync.load",
     "load_trace": "nsync.load",
-    "analysis_to_dict": "nsync.render.json",
-    "render_json": "nsync.render.json",
+    "Report": "nsync.render.model",
+    "build_report": "nsync.render.model",
+    "read_report": "nsync.render.model",
+    "report_to_dict": "nsync.render.model",
+    "render_json": "nsync.render.model",
     "render_markdown": "nsync.render.markdown",
     "render_html": "nsync.render.html",
     "render_terminal": "nsync.render.terminal",
@@ -46,34 +51,29 @@ __all__ = [
     "AnalysisConfig",
     "NsyncError",
     "NsysError",
+    "Report",
     "Trace",
     "TraceError",
     "UsageError",
     "__version__",
-    "analysis_to_dict",
     "analyze",
+    "build_report",
     "load_trace",
+    "read_report",
     "render_html",
     "render_json",
     "render_markdown",
     "render_terminal",
+    "report_to_dict",
     "summary",
 ]
 
 
-def _version() -> str:
-    """The installed distribution's version: one string, kept in pyproject.toml."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("nsync")
-    except PackageNotFoundError:  # imported from a source tree that was never installed
-        return "0+unknown"
-
-
 def __getattr__(name: str) -> Any:
-    if name == "__version__":  # read on first use: importlib.metadata costs 20 ms of every start-up
-        return _version()
+    if name == "__version__":
+        from nsync.version import installed_version
+
+        return installed_version()
     if name in _LAZY:
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'nsync' has no attribute {name!r}")

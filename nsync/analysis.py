@@ -20,7 +20,6 @@ from nsync.detect import detect_syncs, is_relevant_api
 from nsync.excerpt import TimelineExcerpt, timeline_excerpt
 from nsync.keys import dense_codes
 from nsync.load import Trace, load_trace
-from nsync.memory import release_freed_memory
 from nsync.phases import PHASE_COLUMNS, PHASE_SITE_COLUMNS, phase_intervals, phase_table
 from nsync.replay import WhatIf, what_if
 from nsync.steps import Steps, empty_steps_table, find_steps, gpu_step_times, launched_in_steps
@@ -34,7 +33,7 @@ NO_GPU_WORK = "CUDA API calls but no GPU work (kernels, copies, memsets) in this
 
 @dataclass(frozen=True)
 class Analysis:
-    """Everything renderers need; no renderer touches the trace."""
+    """What the pipeline found; nsync.render.model makes the report the renderers print of it."""
 
     trace_path: str
     nsys_version: str | None
@@ -44,6 +43,8 @@ class Analysis:
     steps: Steps
     step_stats: pd.DataFrame
     window_ns: tuple[int, int]
+    # the syncs inside the analysed steps (the whole window without steps), in detect.SYNC_ORDER: the per-step
+    # figures' syncs. The what-if, the timeline excerpt and the phases see all of them.
     syncs: pd.DataFrame
     callsites: pd.DataFrame
     totals: dict[str, Any]
@@ -98,7 +99,6 @@ def analyze(
     config = config or AnalysisConfig()
 
     def say(stage: str) -> None:
-        release_freed_memory()  # what the previous stage let go of, before the next one allocates
         if progress is not None:
             progress(stage)
 
@@ -282,7 +282,7 @@ def _empty_reason(trace: Trace, config: AnalysisConfig) -> str:
         chosen = f"{start:.3f}-{'end' if end is None else f'{end:.3f}'} s"
         return (
             f"the chosen window ({chosen}) holds no GPU work: the capture spans 0.000-{length_s:.3f} s "
-            "(choose another --window, in seconds from the capture's start)"
+            "(choose another AnalysisConfig.window_s, in seconds from the capture's start)"
         )
     return NO_CUDA if not trace.has_cuda else NO_GPU_WORK
 

@@ -32,6 +32,10 @@ from nsync.steps import Steps, step_containing
 from nsync.timeline import BusyUnion, group_codes, latest_at, rows_by_key, running_max_at
 
 NO_TIME = np.iinfo(np.int64).max
+# what attribute_syncs adds to detect's SYNC_COLUMNS (the rows keep detect's SYNC_ORDER)
+ATTRIBUTED_COLUMNS = (
+    *("wait_ns", "drain_ns", "lead_before_ns", "exposed_start_ns", "rebuild_ns", "exposed_idle_ns", "step"),
+)
 
 
 @dataclass(frozen=True)
@@ -127,33 +131,36 @@ def attribute_syncs(
     window_end_ns: int,
     curves: dict[int, LeadCurve] | None = None,
 ) -> pd.DataFrame:
-    """Add wait_ns, lead_before_ns, drain_ns, rebuild_ns, exposed_idle_ns and step to each sync.
+    """Add wait_ns, lead_before_ns, drain_ns, exposed_start_ns, rebuild_ns, exposed_idle_ns and step to each
+    sync. ``exposed_start_ns``: where the GPU may start to idle for the sync, the moment it drained the
+    queue (within the call; the call's start when it waited for nothing).
 
     No rebuild point lies beyond ``window_end_ns``, the end of the analysed steps (or of the GPU work).
-    ``curves`` (from :func:`lead_curves`) saves sorting the ops again when the caller has them.
+    ``curves`` (from :func:`lead_curves`) saves sorting the ops again when the caller has them. The syncs
+    come, and stay, in detect's order (SYNC_ORDER).
     """
-    syncs = syncs.sort_values(["global_tid", "start"]).reset_index(drop=True)
+    syncs = syncs.reset_index(drop=True)
     s0, s1 = syncs["start"].to_numpy(np.int64), syncs["end"].to_numpy(np.int64)
     syncs["wait_ns"] = s1 - s0
     syncs["drain_ns"] = drain_points(syncs, ops)
 
     tids = syncs["global_tid"].to_numpy(np.int64)
-    bound = np.full(len(syncs), NO_TIME, np.int64)
-    same_thread_next = np.flatnonzero(tids[:-1] == tids[1:])
-    bound[same_thread_next] = s0[same_thread_next + 1]
-    bound = np.minimum(bound, _step_end_after(steps.table, s1))
+    bound = np.full(len(syncs), NO_TIME, np.int64)  # the thread's next sync
     lead_before = np.zeros(len(syncs), np.int64)
     rebuilt = np.full(len(syncs), NO_TIME, np.int64)
     curves = curves if curves is not None else lead_curves(ops, tids, config)
-    for tid, rows in syncs.groupby("global_tid", sort=False).indices.items():
+    for tid, rows in syncs.groupby("global_tid", sort=False).indices.items():  # each thread's, in start order
+        bound[rows[:-1]] = s0[rows[1:]]
         curve = curves[int(tid)]
         lead_before[rows] = curve.lead_at(s0[rows])
         rebuilt[rows] = curve.rebuilt_after(s1[rows])
+    bound = np.minimum(bound, _step_end_after(steps.table, s1))
     drain = syncs["drain_ns"].to_numpy()
     start = np.where(drain >= 0, np.maximum(s0, np.minimum(drain, s1)), s0)
     rebuild = np.maximum(np.minimum(np.minimum(rebuilt, bound), window_end_ns), start)
     rebuild = np.maximum(rebuild, s1)
     syncs["lead_before_ns"] = lead_before
+    syncs["exposed_start_ns"] = start
     syncs["rebuild_ns"] = rebuild
     # idle is counted inside the analysed window only, like the GPU idle it is a part of (a call that
     # returns after the last GPU op would otherwise count idle past the window's end)
@@ -166,7 +173,7 @@ def attribute_syncs(
             exposed[rows] = union.idle_between(exposed_start[rows], exposed_end[rows])
     syncs["exposed_idle_ns"] = exposed
     syncs["step"] = step_of(steps, s0)
-    return syncs.sort_values("start").reset_index(drop=True)
+    return syncs
 
 
 def _step_end_after(table: pd.DataFrame, t: np.ndarray) -> np.ndarray:

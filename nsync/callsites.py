@@ -18,8 +18,7 @@ import pandas as pd
 
 from nsync.detect import SyncKind
 from nsync.keys import codes_in, take_matched
-from nsync.load import CallsiteSource, Frame, Stack, Trace
-from nsync.load.pyframes import StackTable
+from nsync.load import CallsiteSource, Frame, Stack, StackTable, Trace
 
 # PyTorch's own files: installed, or in a source tree (``.../torch/nn/...``); not any folder named torch
 TORCH_FILE = (
@@ -92,6 +91,27 @@ _PYTORCH_OR_STDLIB_FILE = re.compile(
     TORCH_FILE + r"|^<frozen |[/\\]lib[/\\]python\d+(\.\d+)?[/\\](?!site-packages|dist-packages)"
 )
 SITE_KEYS = ["file", "line", "function", "sync_file", "sync_line", "sync_function"]  # what makes a call site
+STACK_COLUMNS = ("stack_id", "callsite_source")  # what assign_stacks adds to each sync
+LABEL_COLUMNS = (*SITE_KEYS, "site_id")  # what label_callsites adds
+CALLSITE_COLUMNS = (  # rank_callsites' table: one row per call site
+    *SITE_KEYS,
+    "site_id",
+    "count",
+    "syncs_per_step",
+    "executions_per_step",
+    "exposed_idle_ns",
+    "exposed_idle_ns_per_step",
+    "host_wait_ns",
+    "host_wait_ns_per_step",
+    "lead_before_ns_mean",
+    "apis",
+    "kinds",
+    "copy_directions",
+    "stack",
+    "callsite_source",
+    "short_hint",
+    "hint",
+)
 
 
 def is_user_file(path: str) -> bool:
@@ -172,9 +192,7 @@ def hint_for(kinds: list[str], stack: Stack, pytorch: bool = True) -> tuple[str,
 
 def assign_stacks(trace: Trace, syncs: pd.DataFrame) -> tuple[pd.DataFrame, list[Stack]]:
     """Give each sync a stack id (into the returned list) and the source it came from."""
-    table = StackTable()
-    for stack in trace.stacks:
-        table.intern(stack)
+    table = trace.stack_table.copy()
     calls = trace.api.iloc[syncs["call_row"].to_numpy()]
     stack_id = calls["py_stack_id"].to_numpy(np.int64).copy()
     source = np.where(stack_id >= 0, CallsiteSource.PYTHON_BACKTRACE, CallsiteSource.NONE).astype(object)
@@ -254,33 +272,17 @@ def label_callsites(syncs: pd.DataFrame, stacks: list[Stack]) -> pd.DataFrame:
 def rank_callsites(syncs: pd.DataFrame, stacks: list[Stack], step_count: int) -> pd.DataFrame:
     """One row per call site, ranked by exposed idle (descending); the analysis re-ranks them by predicted
     saving once the what-if has run."""
-    columns = [
-        *SITE_KEYS,
-        "site_id",
-        "count",
-        "syncs_per_step",
-        "executions_per_step",
-        "exposed_idle_ns",
-        "exposed_idle_ns_per_step",
-        "host_wait_ns",
-        "host_wait_ns_per_step",
-        "lead_before_ns_mean",
-        "apis",
-        "kinds",
-        "copy_directions",
-        "stack",
-        "callsite_source",
-        "short_hint",
-        "hint",
-    ]
+    columns = list(CALLSITE_COLUMNS)
     if syncs.empty:
         return pd.DataFrame({c: pd.Series(dtype=object) for c in columns})
-    ordered = syncs.sort_values(["global_tid", "start"])
     # An execution of a line: consecutive syncs from it on one thread within one step (print(t) = 8 syncs).
-    run = ["site_id", "global_tid", "step"]
-    changed = ordered[run].ne(ordered[run].shift(1)).any(axis=1)
-    ordered = ordered.assign(execution=changed.to_numpy(np.int64))
-    grouped = ordered.groupby("site_id", sort=False)
+    previous = np.full(len(syncs), -1, np.int64)  # the thread's sync before (the syncs are in start order)
+    for rows in syncs.groupby("global_tid", sort=False).indices.values():
+        previous[rows[1:]] = rows[:-1]
+    site, step = syncs["site_id"].to_numpy(), syncs["step"].to_numpy()
+    had = np.maximum(previous, 0)
+    new_execution = (previous < 0) | (site[had] != site) | (step[had] != step)
+    grouped = syncs.assign(execution=new_execution.astype(np.int64)).groupby("site_id", sort=False)
     table = grouped.agg(
         **{column: (column, "first") for column in SITE_KEYS},
         count=("start", "size"),

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import gc
 import os
 import sqlite3
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -18,7 +18,7 @@ from rich.console import Console
 import nsync
 from nsync import EXIT_CODES, AnalysisConfig, NsyncError, UsageError
 from nsync.__main__ import drop_stdout
-from nsync.memory import tune_allocator
+from nsync.memory import release_freed_memory, tune_allocator
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -99,6 +99,31 @@ def _root(
     """Find the Python lines whose CUDA syncs make the GPU wait, from Nsight Systems traces."""
 
 
+# The library's messages name its API; this command line's users read its flags instead.
+FLAG_OF_SETTING = {
+    "AnalysisConfig.window_s": "--window START:END",
+    "AnalysisConfig.warmup_steps": "--warmup-steps",
+    "profile(calibrate=False)": "--no-calibrate",
+}
+
+
+def in_flags(message: str) -> str:
+    for setting, flag in FLAG_OF_SETTING.items():
+        message = message.replace(setting, flag)
+    return message
+
+
+def progress(status: Status, prefix: str = "") -> Callable[[str], None]:
+    """A stage's name on the spinner; between stages, the memory the last one freed goes back to the OS (a
+    process-wide setting, so the command line's and not the library's)."""
+
+    def say(stage: str) -> None:
+        release_freed_memory()
+        status.update(prefix + stage)
+
+    return say
+
+
 def reported(command: Callable[..., None]) -> Callable[..., None]:
     """Turn NsyncError into one line on stderr and its exit code (the one place errors are handled)."""
 
@@ -112,7 +137,7 @@ def reported(command: Callable[..., None]) -> Callable[..., None]:
             drop_stdout()
             raise typer.Exit(0) from None
         except NsyncError as error:
-            sys.stderr.write(f"nsync: error: {error}\n")
+            sys.stderr.write(f"nsync: error: {in_flags(str(error))}\n")
             raise typer.Exit(error.exit_code) from None
         except MemoryError:
             sys.stderr.write(
@@ -137,18 +162,28 @@ def reported(command: Callable[..., None]) -> Callable[..., None]:
     epilog="Examples:\n\n  nsync analyze report.sqlite\n\n"
     "  nsync analyze report.sqlite --json result.json --top 20\n\n"
     "  nsync analyze report.sqlite --step-range train_step --json -\n\n"
-    "  nsync analyze report.sqlite --fail-above 5   # CI: fail when a sync costs over 5 % of a step",
+    "  nsync analyze report.sqlite --fail-above 5   # CI: fail when a sync costs over 5 % of a step\n\n"
+    "  nsync analyze --from result.json --html report.html   # re-render a saved result",
 )
 @reported
 def analyze_command(
     trace: Annotated[
-        Path,
+        Path | None,
         typer.Argument(
             help="nsys SQLite export (.sqlite or .sqlite.xz; nsys export --type sqlite --include-blobs=true), "
             "or an .nsys-rep when nsys is installed",
             show_default=False,
         ),
-    ],
+    ] = None,
+    saved: Annotated[
+        Path | None,
+        typer.Option(
+            "--from",
+            help="Render a result that --json saved instead of analysing a trace (terminal, --html, --markdown, "
+            "--json, --fail-above).",
+            metavar="RESULT.json",
+        ),
+    ] = None,
     json_path: JsonOption = None,
     top: TopOption = 10,
     step_range: StepRangeOption = None,
@@ -179,6 +214,33 @@ def analyze_command(
 ) -> None:
     """Rank the Python call sites by what fixing their syncs would save per step."""
     outputs = Outputs(json=json_path, html=html_path, markdown=markdown_path, db=db_path)
+    if saved is not None:
+        analysis_flags = {
+            "TRACE": trace,
+            "--step-range": step_range,
+            "--step-kernel": step_kernel,
+            "--warmup-steps": warmup_steps,
+            "--window": window,
+            "--max-memory": max_memory,
+            "--db": db_path,
+            "--calibration": calibration_file,
+            "--no-calibrate": None if calibrate else True,
+        }
+        given = [flag for flag, value in analysis_flags.items() if value is not None]
+        if given:
+            raise UsageError(f"--from renders a saved result as it is: {', '.join(given)} need a trace to analyse")
+        outputs.check(saved)
+        report = nsync.read_report(saved)
+        complete = _emit(report, top, outputs, source_dir)
+        if fail_above is not None:
+            _gate(report, fail_above)
+        if not complete:
+            raise typer.Exit(1)
+        return
+    if trace is None:
+        raise UsageError(
+            "Missing argument 'TRACE': the trace to analyse (or --from RESULT.json, a saved result to render)"
+        )
     outputs.check(trace)
     config = AnalysisConfig(
         step_range=step_range,
@@ -189,10 +251,11 @@ def analyze_command(
     )
     calibration = _calibration(trace, calibrate, calibration_file)
     with err.status("loading trace", spinner="dots") as status:
-        result = nsync.analyze(trace, config, progress=lambda msg: status.update(msg), calibration=calibration)
-    complete = _emit(result, top, outputs, source_dir)
+        result = nsync.analyze(trace, config, progress=progress(status), calibration=calibration)
+    report = nsync.build_report(result)
+    complete = _emit(report, top, outputs, source_dir, result)
     if fail_above is not None:
-        _gate(result, fail_above)
+        _gate(report, fail_above)
     if not complete:
         raise typer.Exit(1)
 
@@ -211,17 +274,17 @@ def _calibration(trace: Path, use: bool, explicit: Path | None = None) -> Calibr
     return read_calibration(path)
 
 
-def _gate(result: nsync.Analysis, fail_above_pct: float) -> None:
+def _gate(report: nsync.Report, fail_above_pct: float) -> None:
     """--fail-above: exit 3 above the threshold, 1 without a prediction (a gate never passes unknowingly)."""
-    verdict = result.verdict
+    verdict = report.verdict
     if verdict is None:
-        reason = next((w for w in result.warnings if "what-if" in w), "no steps, so no what-if prediction")
-        err.print(f"nsync: error: --fail-above cannot gate this trace: {reason}", markup=False)
+        reason = next((w for w in report.warnings if "what-if" in w), "no steps, so no what-if prediction")
+        err.print(f"nsync: error: --fail-above cannot gate this trace: {in_flags(reason)}", markup=False)
         raise typer.Exit(1)
-    if 100 * verdict.share > fail_above_pct:
+    if verdict.share_pct > fail_above_pct:
         err.print(
             f"nsync: fixing {verdict.site or 'all the syncs of a step'} is predicted to save "
-            f"{100 * verdict.share:.1f} % of a step "
+            f"{verdict.share_pct:g} % of a step "
             f"(> {fail_above_pct:g} %)",
             markup=False,
         )
@@ -319,12 +382,16 @@ def profile_command(
     config = AnalysisConfig(step_range=step_range, warmup_steps=warmup_steps)
 
     def say(message: str) -> None:
-        err.print(f"nsync: {message}", markup=False)
+        err.print(f"nsync: {in_flags(message)}", markup=False)
 
-    result = profile(command, options, config, nsys_path, say=say, calibrate=calibrate)
+    def release(_stage: str) -> None:  # between the analysis's stages: see progress()
+        release_freed_memory()
+
+    result = profile(command, options, config, nsys_path, say=say, progress=release, calibrate=calibrate)
     err.print(f"nsync: wrote {result.sqlite}" + (f" and {result.report}" if result.report else ""), markup=False)
     outputs = Outputs(json_path, html_path or out_dir / f"{options.name}.html", markdown_path, db_path)
-    complete = _emit(result.analysis, top, outputs, [Path.cwd(), *(source_dir or [])])
+    report = nsync.build_report(result.analysis)
+    complete = _emit(report, top, outputs, [Path.cwd(), *(source_dir or [])], result.analysis)
     if result.interrupted:
         raise typer.Exit(130)
     if result.exit_code:  # the program's own exit code comes first
@@ -373,13 +440,13 @@ def diff_command(
         base = nsync.analyze(
             baseline,
             config,
-            progress=lambda msg: status.update(f"baseline: {msg}"),
+            progress=progress(status, "baseline: "),
             calibration=_calibration(baseline, calibrate),
         )
         cand = nsync.analyze(
             candidate,
             config,
-            progress=lambda msg: status.update(f"candidate: {msg}"),
+            progress=progress(status, "candidate: "),
             calibration=_calibration(candidate, calibrate),
         )
     result = diff(base, cand)
@@ -421,7 +488,7 @@ def _width() -> int | None:
     return 120 if not sys.stdout.isatty() and "COLUMNS" not in os.environ else None
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class Outputs:
     """The files a command writes (``json`` may be '-': stdout), checked before the analysis runs."""
 
@@ -450,26 +517,37 @@ class Outputs:
         if self.db is not None:
             from nsync.render.database import check_database_path
 
-            check_database_path(self.db, trace)
+            try:
+                check_database_path(self.db, trace)
+            except UsageError as error:
+                raise UsageError(f"--db {error}") from None
 
 
 Writer = Callable[[Path], None]
 
 
-def _emit(result: nsync.Analysis, top: int, outputs: Outputs, source_dirs: list[Path] | None = None) -> bool:
-    """The outputs both analysing commands write: files, then JSON on stdout or the terminal summary.
-    False when a file could not be written."""
+def _emit(
+    report: nsync.Report,
+    top: int,
+    outputs: Outputs,
+    source_dirs: list[Path] | None = None,
+    analysis: nsync.Analysis | None = None,
+) -> bool:
+    """The outputs the analysing commands write: files, then JSON on stdout or the terminal summary (the
+    database needs the ``analysis``'s syncs). False when a file could not be written."""
+    report = dataclasses.replace(report, warnings=[in_flags(warning) for warning in report.warnings])
     writers: dict[str, Writer] = {
-        "--html": lambda path: _write_html(result, path, source_dirs),
-        "--markdown": lambda path: write_text(path, nsync.render_markdown(result, top)),
-        "--json": lambda path: write_text(path, nsync.render_json(result, top=None)),
-        "--db": lambda path: _write_db(result, path),
+        "--html": lambda path: _write_html(report, path, source_dirs),
+        "--markdown": lambda path: write_text(path, nsync.render_markdown(report, top)),
+        "--json": lambda path: write_text(path, nsync.render_json(report)),
     }
+    if analysis is not None:
+        writers["--db"] = lambda path: _write_db(analysis, path)
     return _finish(
         outputs,
         writers,
-        stdout_json=lambda: nsync.render_json(result, top=None),
-        summary=lambda width: nsync.summary(result, top, width),
+        stdout_json=lambda: nsync.render_json(report),
+        summary=lambda width: nsync.summary(report, top, width),
     )
 
 
@@ -500,7 +578,7 @@ def _finish(
     return not failed
 
 
-def _write_html(result: nsync.Analysis, path: Path, source_dirs: list[Path] | None) -> None:
+def _write_html(result: nsync.Report, path: Path, source_dirs: list[Path] | None) -> None:
     with err.status("rendering HTML report", spinner="dots"):
         try:
             page = nsync.render_html(result, source_dirs=source_dirs)
@@ -556,6 +634,7 @@ def write_text(path: Path, text: str) -> None:
 # The base of click's usage errors, from a public typer name: typer 0.26+ vendors click, older ones use it.
 if TYPE_CHECKING:
     from click import ClickException
+    from rich.status import Status
 
     from nsync.calibration import Calibration
 else:  # click comes with typer: found through typer's own classes, not imported as a dependency of nsync's

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from nsync.keys import match_rows, take_matched
-from nsync.load import Trace, global_pid
+from nsync.load import Trace
 from nsync.timeline import latest_at, rows_by_key
 
 DEVICE_SYNC_APIS = frozenset({"cudaDeviceSynchronize", "cudaThreadSynchronize", "cuCtxSynchronize"})
@@ -22,22 +22,8 @@ IMPLICIT_SYNC_APIS = frozenset(
 )
 MEMCPY_PREFIXES = ("cudaMemcpy", "cuMemcpy")
 MEMSET_PREFIXES = ("cudaMemset", "cuMemset", "cuMemsetD")
-PAGEABLE, PINNED, MANAGED = 0, 1, 4  # ENUM_CUDA_MEM_KIND
-COPY_DIRECTIONS = {
-    1: "HtoD",
-    2: "DtoH",
-    3: "HtoA",
-    4: "AtoH",
-    5: "AtoA",
-    6: "AtoD",
-    7: "DtoA",
-    8: "DtoD",
-    9: "HtoH",
-    10: "PtoP",
-    11: "HtoD",
-    12: "DtoH",
-    13: "DtoD",
-}
+# memory a memset of which blocks the host: host memory the GPU writes
+HOST_VISIBLE_MEMORY = ("pinned", "managed")
 
 
 class SyncKind:
@@ -51,6 +37,8 @@ class SyncKind:
     IMPLICIT = "implicit-sync"
 
 
+# The one order of the syncs table, from detection on: every later stage keeps it (and may rely on it).
+SYNC_ORDER = ["start", "global_tid"]
 CANDIDATE_KINDS = [v for k, v in vars(SyncKind).items() if not k.startswith("_")] + ["memcpy", "memset"]
 SYNC_COLUMNS = [
     "call_row",
@@ -71,7 +59,8 @@ SYNC_COLUMNS = [
 
 
 def detect_syncs(trace: Trace, ops: pd.DataFrame) -> pd.DataFrame:
-    """One row per blocking call: its interval, kind, device, and the scope of GPU work it waited on.
+    """One row per blocking call, in SYNC_ORDER: its interval, kind, device, and the scope of GPU work it
+    waited on.
 
     ``scope_stream_id`` is the stream waited on, or -1 for the whole device; only ops launched at or
     before ``cutoff_ns`` (their launch call's start) count as waited for. ``read_start_ns``: for a value
@@ -89,18 +78,19 @@ def detect_syncs(trace: Trace, ops: pd.DataFrame) -> pd.DataFrame:
         {
             "call_row": rows,
             **{col: api[col].to_numpy()[rows] for col in ("start", "end", "global_tid", "correlation_id")},
-            "global_pid": global_pid(api["global_tid"].to_numpy()[rows]),
+            "global_pid": api["global_pid"].to_numpy()[rows],
             # categories, not strings: at hundreds of thousands of syncs, string columns cost seconds
             "api": pd.Categorical.from_codes(codes[rows], categories=names.cat.categories),
             "is_async": async_of_code[codes[rows]],
             "kind": pd.Categorical(kind_of_code[codes[rows]], categories=CANDIDATE_KINDS),
         }
     )
+    candidates = candidates.sort_values(SYNC_ORDER, kind="stable").reset_index(drop=True)
     candidates = _attach_copy(candidates, ops)
     candidates = _classify_copies(candidates)
     candidates = _mark_reads(candidates, api, ops)
     candidates = _resolve_scope(candidates, trace, ops)
-    return candidates[SYNC_COLUMNS].sort_values(["start", "global_tid"]).reset_index(drop=True)
+    return candidates[SYNC_COLUMNS].reset_index(drop=True)
 
 
 # Calls that launch GPU work or that later stages look at (event records, for event syncs).
@@ -143,12 +133,9 @@ _COPY_COLUMNS = {
     "end": "op_end",
     "device_id": "op_device",
     "stream_id": "op_stream",
-    "copy_kind": "copy_kind",
-    "src_kind": "src_kind",
-    "dst_kind": "dst_kind",
     "bytes": "bytes",
-    "mem_kind": "mem_kind",
 }
+_COPY_WORDS = ("copy_direction", "src_memory", "dst_memory")  # categories
 
 
 def _attach_copy(calls: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
@@ -166,6 +153,10 @@ def _attach_copy(calls: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
         values = np.full(len(calls), np.nan)
         values[found] = ops[column].to_numpy()[op_row]
         calls[name] = values
+    for column in _COPY_WORDS:
+        codes = np.full(len(calls), -1, np.int8)
+        codes[found] = ops[column].cat.codes.to_numpy()[op_row]
+        calls[column] = pd.Categorical.from_codes(codes, categories=ops[column].cat.categories)
     return calls
 
 
@@ -178,19 +169,18 @@ def _classify_copies(calls: pd.DataFrame) -> pd.DataFrame:
     """
     has_op = calls["op_end"].notna()
     waited = ~has_op | (calls["op_start"] <= calls["end"])
-    pageable = (calls["src_kind"] == PAGEABLE) | (calls["dst_kind"] == PAGEABLE)
+    pageable = (calls["src_memory"] == "pageable") | (calls["dst_memory"] == "pageable")
     is_copy = calls["kind"] == "memcpy"
-    blocking_copy = is_copy & ~calls["is_async"] & waited & (calls["copy_kind"] != 8)
+    blocking_copy = is_copy & ~calls["is_async"] & waited & (calls["copy_direction"] != "DtoD")
     pageable_copy = is_copy & calls["is_async"] & has_op & pageable & waited
-    sync_memset = (calls["kind"] == "memset") & calls["mem_kind"].isin([PINNED, MANAGED])
+    sync_memset = (calls["kind"] == "memset") & calls["dst_memory"].isin(HOST_VISIBLE_MEMORY)
     kind = calls["kind"].copy()  # set on its own, not through the frame: that would copy every column
     kind[blocking_copy] = SyncKind.MEMCPY_BLOCKING
     kind[pageable_copy] = SyncKind.MEMCPY_PAGEABLE
     kind[sync_memset] = SyncKind.MEMSET
     calls = calls.assign(kind=kind).loc[~kind.isin(["memcpy", "memset"])]
     calls["copy_bytes"] = calls["bytes"].fillna(-1).astype(np.int64)
-    direction = calls["copy_kind"].map(COPY_DIRECTIONS)
-    calls["copy_direction"] = direction.where(direction.notna(), "")
+    calls["copy_direction"] = calls["copy_direction"].astype(object).fillna("")
     return calls
 
 
@@ -202,9 +192,9 @@ def _mark_reads(syncs: pd.DataFrame, calls: pd.DataFrame, ops: pd.DataFrame) -> 
     before = np.full(len(sync_call), -1, np.int64)  # the thread's call just before the sync
     for mine, rows in rows_by_key([tid], [tid[sync_call]], start):
         before[mine] = latest_at(start[rows], rows, start[sync_call[mine]], side="left")
-    dtoh = ((ops["op"] == "memcpy") & (ops["copy_kind"] == 2)).to_numpy()
+    dtoh = (ops["copy_direction"] == "DtoH").to_numpy()
     before_read = match_rows(
-        global_pid(tid[before]),
+        calls["global_pid"].to_numpy()[before],
         np.where(before >= 0, calls["correlation_id"].to_numpy()[before], -1),
         ops["global_pid"].to_numpy()[dtoh],
         ops["correlation_id"].to_numpy()[dtoh],
@@ -218,7 +208,7 @@ def _mark_reads(syncs: pd.DataFrame, calls: pd.DataFrame, ops: pd.DataFrame) -> 
 
 def _resolve_scope(syncs: pd.DataFrame, trace: Trace, ops: pd.DataFrame) -> pd.DataFrame:
     """Device, stream and launch cutoff of the work each sync waited for."""
-    syncs = syncs.sort_values("start").reset_index(drop=True)
+    syncs = syncs.reset_index(drop=True)
     syncs["device_id"] = _thread_device(syncs, ops)
     syncs["scope_stream_id"] = -1
     syncs["cutoff_ns"] = syncs["start"].to_numpy(np.int64)
@@ -229,10 +219,8 @@ def _resolve_scope(syncs: pd.DataFrame, trace: Trace, ops: pd.DataFrame) -> pd.D
 
     activity = trace.sync_activity.drop_duplicates(["global_pid", "correlation_id"])
     joined = syncs[["global_pid", "correlation_id"]].merge(activity, on=["global_pid", "correlation_id"], how="left")
-    stream_like = (
-        syncs["kind"].isin([SyncKind.STREAM, SyncKind.READ]).to_numpy() & joined["stream_id"].notna().to_numpy()
-    )
-    stream_like &= joined["stream_id"].to_numpy(dtype=float) != 0xFFFFFFFF
+    stream_like = syncs["kind"].isin([SyncKind.STREAM, SyncKind.READ]).to_numpy().copy()
+    stream_like &= joined["stream_id"].fillna(-1).to_numpy() >= 0  # -1: none (a device-wide sync)
     syncs.loc[stream_like, "scope_stream_id"] = joined.loc[stream_like, "stream_id"].to_numpy()
     syncs.loc[stream_like, "device_id"] = joined.loc[stream_like, "device_id"].to_numpy()
 
@@ -258,14 +246,14 @@ def _thread_device(syncs: pd.DataFrame, ops: pd.DataFrame) -> np.ndarray:
 def _event_records(syncs: pd.DataFrame, activity: pd.DataFrame, trace: Trace) -> pd.DataFrame:
     """For event syncs: the latest record of the awaited event before the sync (stream, time)."""
     out = pd.DataFrame({"record_start": np.nan, "record_stream": np.nan, "record_device": np.nan}, index=syncs.index)
-    is_event = (syncs["kind"] == SyncKind.EVENT).to_numpy() & activity["event_id"].notna().to_numpy()
+    is_event = (syncs["kind"] == SyncKind.EVENT).to_numpy() & (activity["event_id"].fillna(-1).to_numpy() >= 0)
     if not is_event.any() or trace.cuda_events.empty:
         return out
     events, api = trace.cuda_events, trace.api
     call = match_rows(
         events["global_pid"].to_numpy(),
         events["correlation_id"].to_numpy(),
-        global_pid(api["global_tid"].to_numpy()),
+        api["global_pid"].to_numpy(),
         api["correlation_id"].to_numpy(),
     )
     records = events.assign(record_start=take_matched(api["start"].to_numpy(), call)).loc[call >= 0]

@@ -34,6 +34,7 @@ class Diff:
     verdict: str  # regression | improvement | no-change | inconclusive
     reasons: list[str]
     callsites: pd.DataFrame
+    noise_floor_pct: float = NOISE_FLOOR_PCT  # step-time changes below this never counted
 
     @property
     def verdict_delta_pct(self) -> float | None:
@@ -144,6 +145,7 @@ def diff(baseline: Analysis, candidate: Analysis, noise_floor_pct: float = NOISE
         verdict=verdict,
         reasons=reasons,
         callsites=compare_callsites(baseline, candidate),
+        noise_floor_pct=noise_floor_pct,
     )
 
 

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from nsync.attribute import LeadCurve
-from nsync.load import Trace
+from nsync.load import Trace, thread_labels
 from nsync.steps import Steps
 
 MAX_OPS = 6000
@@ -28,9 +28,10 @@ class TimelineExcerpt:
     end_ns: int
     ops: pd.DataFrame  # start, end, device_id, stream_id, op, name, bytes
     calls: pd.DataFrame  # start, end, global_tid, api
-    syncs: pd.DataFrame  # start, end, global_tid, drain_ns, rebuild_ns, exposed_idle_ns, file, line, function
+    syncs: pd.DataFrame  # start, end, global_tid, kind, exposed_start_ns, rebuild_ns, exposed_idle_ns, file, ...
     lead: pd.DataFrame  # t, lead_ns, global_tid
     description: str
+    thread_labels: dict[int, str]  # every host thread in calls, syncs and lead: "MainThread (4242)"
 
 
 def choose_window(steps: Steps, syncs: pd.DataFrame, window: tuple[int, int]) -> tuple[int, int, str]:
@@ -73,6 +74,7 @@ def timeline_excerpt(
     calls = trace.api.loc[(trace.api["end"] > t0) & (trace.api["start"] < t1) & trace.api["global_tid"].isin(threads)]
     calls = calls.sort_values("start").head(MAX_CALLS)
     in_window = syncs.loc[(syncs["end"] > t0) & (syncs["start"] < t1)]
+    shown_threads = sorted(set(calls["global_tid"].tolist()) | set(in_window["global_tid"].tolist()))
     return TimelineExcerpt(
         start_ns=t0,
         end_ns=t1,
@@ -84,7 +86,7 @@ def timeline_excerpt(
                 "end",
                 "global_tid",
                 "kind",
-                "drain_ns",
+                "exposed_start_ns",
                 "rebuild_ns",
                 "exposed_idle_ns",
                 "file",
@@ -94,6 +96,7 @@ def timeline_excerpt(
         ].reset_index(drop=True),
         lead=_lead_samples({tid: curves[tid] for tid in set(in_window["global_tid"].tolist())}, t0, t1),
         description=description,
+        thread_labels=thread_labels(shown_threads, trace.threads),
     )
 
 

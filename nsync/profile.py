@@ -84,7 +84,10 @@ def profile(
     target = beside(options.base.with_suffix(".sqlite"))
     target.unlink(missing_ok=True)  # a calibration left from an earlier capture must not pass for this one's
     if calibrate:
-        tell("calibration run: the program once without the profiler, to time its own steps (--no-calibrate skips it)")
+        tell(
+            "calibration run: the program once without the profiler, to time its own steps "
+            "(profile(calibrate=False) skips it)"
+        )
         calibration = run_calibration(command, target, tell)
         if calibration is not None:
             timed = ", ".join(f"{k} ({len(v) + 1} times)" for k, v in calibration.intervals_ns.items())

@@ -69,14 +69,13 @@ class ReplayModel:
 def prepare(ops: pd.DataFrame, syncs: pd.DataFrame, steps: Steps) -> ReplayModel:
     """The replay of ``steps`` (all of them are replayed: warm-up 0): the ops launched and the syncs
     started between the first step's start and the last one's end. ``syncs``: detected syncs with
-    drain_ns, scope and cutoff. Work launched before the window stays as measured: each stream is busy
+    exposed_start_ns, scope and cutoff. Work launched before the window stays as measured: each stream is busy
     until its measured end."""
     start_ns, end_ns = int(steps.table["start"].iloc[0]), int(steps.table["end"].iloc[-1])
     all_launch = ops["launch_start"].to_numpy(np.int64)
     before = all_launch < start_ns
     ops_in = ops.loc[(~before) & (all_launch < end_ns)]
-    syncs = syncs.loc[syncs["start"].between(start_ns, end_ns, inclusive="left")]
-    syncs = syncs.sort_values("start").reset_index(drop=True)
+    syncs = syncs.loc[syncs["start"].between(start_ns, end_ns, inclusive="left")].reset_index(drop=True)
     launch = ops_in["launch_start"].to_numpy(np.int64)
     start, end = ops_in["start"].to_numpy(np.int64), ops_in["end"].to_numpy(np.int64)
     stream_columns = [ops_in[c].to_numpy() for c in STREAM_KEYS]
@@ -91,8 +90,7 @@ def prepare(ops: pd.DataFrame, syncs: pd.DataFrame, steps: Steps) -> ReplayModel
     busy_until = still_running.groupby(list(STREAM_KEYS))["end"].max()
     latency = _launch_latency(streams, launch, start, end)
     s0, s1 = syncs["start"].to_numpy(np.int64), syncs["end"].to_numpy(np.int64)
-    drain = syncs["drain_ns"].to_numpy(np.int64)
-    own = s1 - np.where(drain >= 0, np.maximum(s0, np.minimum(drain, s1)), s0)
+    own = s1 - syncs["exposed_start_ns"].to_numpy(np.int64)  # the wait for its own work, after the drain
     tids = syncs["global_tid"].to_numpy(np.int64)
     is_read = (syncs["kind"] == SyncKind.READ).to_numpy()
     op_tid = ops_in["launch_tid"].to_numpy(np.int64)
@@ -347,7 +345,7 @@ def what_if(
     if sites_fit < 1:
         return (
             f"what-if replay skipped: {len(window)} syncs in {stop - first} steps are too many to replay "
-            f"(analyse a part of the capture with --window START:END)"
+            f"(analyse a part of the capture: AnalysisConfig.window_s)"
         )
     model = prepare(ops, syncs, Steps(table=replayed, source=steps.source, warmup=0))
     none = np.zeros(len(model.sync_start), bool)

@@ -129,7 +129,7 @@ def find_steps(trace: Trace, ops: pd.DataFrame, config: AnalysisConfig) -> Steps
     if config.warmup_steps is not None:
         if len(table) and config.warmup_steps >= len(table):
             raise UsageError(
-                f"cannot skip {config.warmup_steps} warm-up steps (--warmup-steps): the trace has "
+                f"cannot skip {config.warmup_steps} warm-up steps (AnalysisConfig.warmup_steps): the trace has "
                 f"{len(table)} steps ({source}), and at least one must be left to analyse"
             )
         warmup = max(config.warmup_steps, 0)

@@ -215,5 +215,7 @@ def test_readme_lists_every_key_of_the_json():
     block = (ROOT / "README.md").read_text().split('{"schema": "nsync.analysis/1"')[1].split("```")[0]
     keys = set(data) | set(data["trace"]) | set(data["steps"]) | set(data["totals"]) | set(data["callsites"][0])
     keys |= set(data["totals"]["per_gpu"][0])
-    keys |= set(data["what_if"])
+    keys |= set(data["what_if"]) | set(data["verdict"]) | set(data["per_step"]) | set(data["timeline"])
+    for part in ("ops", "calls", "syncs", "lead"):
+        keys |= set(data["timeline"][part])
     assert {k for k in keys - {"schema"} if f'"{k}"' not in block} == set()  # the split ate "schema"

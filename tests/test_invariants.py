@@ -81,13 +81,13 @@ def test_two_gpus_are_idle_each_over_the_same_span(build) -> None:
 
 
 def test_the_terminal_and_json_give_two_gpus_share_of_their_idle(build) -> None:
-    from nsync import analysis_to_dict, render_terminal
+    from nsync import build_report, render_terminal, report_to_dict
 
     b = TraceBuilder()
     b.kernel(1, 1, 1, 1001, device=0, name="a")
     b.kernel(2, 1, 1, 501, device=1, stream=9, name="b")
     a = build(b)
-    data = analysis_to_dict(a)
+    data = report_to_dict(build_report(a))
     assert data["totals"]["gpu_idle_pct"] == 25.0  # 500 of 2 x 1000 µs
     assert sorted(g["idle_pct"] for g in data["totals"]["per_gpu"]) == [0.0, 50.0]
     assert "GPU idle 0.50 ms (25.0% of 2 GPUs x 1.0 ms)" in render_terminal(a)

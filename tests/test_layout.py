@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from nsync import render_html, render_markdown
+from nsync import build_report, render_html, render_markdown
 from nsync.render.figures import steps_figure, timeline_figure
 from tests.browser import CHROMIUM, FLAGS, needs_chromium
 from tests.test_cli import NSYNC, ROOT, run
@@ -112,8 +112,8 @@ def test_the_report_puts_the_saving_in_the_ranking_and_reds_only_real_idle(h200_
 
 
 def test_a_healthy_timeline_has_a_time_axis_and_the_step_chart_names_its_bars(h200_analysis) -> None:
-    healthy = h200_analysis("print_ok")
-    figure = timeline_figure(healthy)
+    healthy = build_report(h200_analysis("print_ok"))
+    figure = timeline_figure(healthy.timeline)
     assert "ms from" in figure.layout.xaxis.title.text  # one panel: no lead without syncs, the axis under it
     names = [trace.name for trace in steps_figure(healthy).data]
     assert names[:2] == ["step on the host (NVTX range)", "step on the GPU"]

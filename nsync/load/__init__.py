@@ -20,11 +20,10 @@ from nsync.load import readers
 from nsync.load.budget import plan_window
 from nsync.load.checks import check_columns, check_metadata, check_tables_agree
 from nsync.load.db import ExportDb, open_export, require_file
-from nsync.load.model import PYTHON_FRAMES_NSYS, CallsiteSource, Frame, Stack, Trace
-from nsync.load.pyframes import StackTable
-from nsync.load.readers import global_pid
+from nsync.load.model import PYTHON_FRAMES_NSYS, CallsiteSource, Frame, Stack, StackTable, Trace
+from nsync.load.readers import thread_labels
 
-__all__ = ["CallsiteSource", "Frame", "Stack", "Trace", "global_pid", "load_trace"]
+__all__ = ["CallsiteSource", "Frame", "Stack", "StackTable", "Trace", "load_trace", "thread_labels"]
 
 Progress = Callable[[str], None]
 
@@ -116,7 +115,7 @@ def _load(db: ExportDb, say: Progress, keep_api: Callable[[str], bool] | None, w
         .sort_values(["global_tid", "start"])
         .reset_index(drop=True),
         callchains=readers.read_callchains(db, strings, np.unique(needing_callchains)),
-        stacks=stacks.stacks,
+        stack_table=stacks,
         **small,
     )
     trace.warnings.extend(check_metadata(meta, trace.schema_version))

@@ -86,5 +86,5 @@ def plan_window(
         f"this trace needs about {needed / 2**30:.1f} GiB to analyse and {budget / 2**30:.1f} GiB "
         f"{'are allowed' if budget_bytes is not None else 'are available'}: analysing only "
         f"{(cut[0] - origin) / 1e9:.3f}-{(cut[1] - origin) / 1e9:.3f} s of its "
-        f"{(span_ns[1] - span_ns[0]) / 1e9:.3f} s (choose the part with --window START:END, in seconds)"
+        f"{(span_ns[1] - span_ns[0]) / 1e9:.3f} s (choose the part with AnalysisConfig.window_s, in seconds)"
     )

@@ -21,6 +21,25 @@ class Frame(NamedTuple):
 Stack = tuple[Frame, ...]  # innermost frame first
 
 
+class StackTable:
+    """Interns stacks: equal stacks share one id, so grouping by call site is integer work. The loader fills
+    the trace's with the Python stacks; later stages add theirs (native ones) to a copy."""
+
+    def __init__(self, stacks: list[Stack] | None = None, ids: dict[Stack, int] | None = None) -> None:
+        self.stacks: list[Stack] = list(stacks or [])
+        self._ids: dict[Stack, int] = dict(ids or {})
+
+    def intern(self, stack: Stack) -> int:
+        found = self._ids.get(stack)
+        if found is None:
+            found = self._ids[stack] = len(self.stacks)
+            self.stacks.append(stack)
+        return found
+
+    def copy(self) -> StackTable:
+        return StackTable(self.stacks, self._ids)
+
+
 PYTHON_FRAMES_NSYS = "2025.1"  # the first nsys that both records Python backtraces and exports them to SQLite
 
 
@@ -33,6 +52,15 @@ class CallsiteSource:
     NONE = "none"
 
 
+# The loader's tables, column by column, in nsync's vocabulary (no nsys enum value leaves the loader)
+API_COLUMNS = ("start", "end", "global_tid", "correlation_id", "global_pid", "api", "py_stack_id", "callchain_id")
+GPU_OP_COLUMNS = (
+    *("start", "end", "global_pid", "device_id", "stream_id", "correlation_id", "bytes", "op", "name"),
+    *("copy_direction", "src_memory", "dst_memory", "launch_start", "launch_end", "launch_tid"),
+)
+EVENT_LINK_COLUMNS = ("global_pid", "correlation_id", "device_id", "stream_id", "event_id", "event_sync_id")
+
+
 @dataclass(frozen=True)
 class Trace:
     """One nsys export, normalised across schema versions.
@@ -40,17 +68,18 @@ class Trace:
     Tables (columns):
 
     - ``api``: CUDA runtime and driver calls, eventClass 0/1 only (backtrace twins folded in):
-      start, end, global_tid, correlation_id, api (name without
+      start, end, global_tid, global_pid, correlation_id, api (name without
       ``_vNNNN``/``_ptsz``), py_stack_id (Python backtrace: index into ``stacks``, or -1),
       callchain_id (native backtrace in ``callchains``, or -1).
     - ``gpu_ops``: kernels, memcpys and memsets: start, end, global_pid, device_id, stream_id,
-      correlation_id, op (kernel|memcpy|memset|graph), name, copy_kind, src_kind, dst_kind, bytes, mem_kind,
+      correlation_id, op (kernel|memcpy|memset|graph), name, bytes, copy_direction (HtoD, DtoH, DtoD...),
+      src_memory and dst_memory (pageable, pinned, device, managed...; a memset's is the memory it writes),
       and the call that launched it (same process and correlationId): launch_start, launch_end,
       launch_tid (an untraced launch: the op's GPU start, and thread -1).
     - ``gpu_busy_extra``: intervals nsys itself counts as GPU busy (profiler overhead, graph launches):
       start, end, global_pid, device_id.
     - ``sync_activity``: CUPTI SYNCHRONIZATION rows: global_pid, correlation_id, stream_id, event_id,
-      event_sync_id.
+      event_sync_id (-1: none, as for a device-wide sync's stream).
     - ``cuda_events``: cudaEventRecord activity: global_pid, correlation_id, stream_id, event_id,
       event_sync_id.
     - ``nvtx_ranges``: start, end, global_tid, name.
@@ -70,12 +99,16 @@ class Trace:
     nvtx_ranges: pd.DataFrame
     py_samples: pd.DataFrame
     callchains: pd.DataFrame
-    stacks: list[Stack]
+    stack_table: StackTable  # the Python stacks; py_stack_id and py_samples' stack_id index it
     threads: pd.DataFrame
     gpus: pd.DataFrame
     span_ns: tuple[int, int] | None
     warnings: list[str] = field(default_factory=list)
     capture: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def stacks(self) -> list[Stack]:
+        return self.stack_table.stacks
 
     @property
     def has_cuda(self) -> bool:

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 
 import numpy as np
 
-from nsync.load.model import Frame, Stack
+from nsync.load.model import Frame, Stack, StackTable
 
 MAX_FRAMES = 1024
 _HEADER = struct.Struct("<Q")
@@ -47,32 +47,18 @@ def _text(strings: Mapping[int, str], string_id: int) -> str:
     return "?" if value is None else html.unescape(str(value))
 
 
-class StackTable:
-    """Interns stacks: equal stacks share one id, so grouping by call site is integer work."""
-
-    def __init__(self) -> None:
-        self.stacks: list[Stack] = []
-        self._ids: dict[Stack, int] = {}
-
-    def intern(self, stack: Stack) -> int:
-        found = self._ids.get(stack)
-        if found is None:
-            found = self._ids[stack] = len(self.stacks)
-            self.stacks.append(stack)
-        return found
-
-    def intern_blobs(self, blobs: Iterable[object], strings: Mapping[int, str]) -> np.ndarray:
-        """Stack ids for a column of blobs (-1 where a blob is missing or undecodable)."""
-        by_blob: dict[bytes, int] = {}
-        out = []
-        for blob in blobs:
-            if not isinstance(blob, bytes | bytearray):
-                out.append(-1)
-                continue
-            key = bytes(blob)
-            stack_id = by_blob.get(key)
-            if stack_id is None:
-                stack = decode_frames(key, strings)
-                stack_id = by_blob[key] = -1 if not stack else self.intern(stack)
-            out.append(stack_id)
-        return np.asarray(out, dtype=np.int64)
+def intern_blobs(table: StackTable, blobs: Iterable[object], strings: Mapping[int, str]) -> np.ndarray:
+    """Stack ids in ``table`` for a column of blobs (-1 where a blob is missing or undecodable)."""
+    by_blob: dict[bytes, int] = {}
+    out = []
+    for blob in blobs:
+        if not isinstance(blob, bytes | bytearray):
+            out.append(-1)
+            continue
+        key = bytes(blob)
+        stack_id = by_blob.get(key)
+        if stack_id is None:
+            stack = decode_frames(key, strings)
+            stack_id = by_blob[key] = -1 if not stack else table.intern(stack)
+        out.append(stack_id)
+    return np.asarray(out, dtype=np.int64)

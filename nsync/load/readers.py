@@ -12,7 +12,8 @@ import pandas as pd
 
 from nsync.keys import dense_codes, match_rows, take_matched
 from nsync.load.db import ExportDb, Read, StringTable
-from nsync.load.pyframes import StackTable
+from nsync.load.model import StackTable
+from nsync.load.pyframes import intern_blobs
 
 RUNTIME = "CUPTI_ACTIVITY_KIND_RUNTIME"
 API_EVENT_CLASSES = (0, 1)  # CUDA runtime, CUDA driver
@@ -31,6 +32,14 @@ def global_pid(global_tid: np.ndarray) -> np.ndarray:
     """The process id serialised like nsys's ``globalPid``: the thread's id with the TID bits cleared."""
     gt = np.asarray(global_tid, dtype=np.int64)
     return gt - (gt & PID_MASK)
+
+
+def thread_labels(global_tids: list[int], threads: pd.DataFrame) -> dict[int, str]:
+    """``MainThread (4242)`` (the thread's name and OS id), or ``thread 4242`` when it has no name."""
+    names = dict(zip(threads["global_tid"].tolist(), threads["name"].astype(str).tolist()))
+    return {
+        tid: f"{names[tid]} ({tid & PID_MASK})" if names.get(tid) else f"thread {tid & PID_MASK}" for tid in global_tids
+    }
 
 
 def normalise_api_name(name: str) -> str:
@@ -92,6 +101,7 @@ def read_api(
         *in_window(window, where, params),
     )
     name_ids = api.pop("name_id")
+    api["global_pid"] = global_pid(api["global_tid"])
     return pd.DataFrame(api, copy=False).assign(api=names_for(name_ids, strings, normalise=True))
 
 
@@ -123,7 +133,16 @@ GPU_COMMON_COLUMNS = {
     "stream_id": "streamId",
     "correlation_id": "correlationId",
 }
-_ENUMS = ("copy_kind", "src_kind", "dst_kind", "mem_kind")  # fit a byte: a sixth of the table at millions of ops
+_ENUMS = ("copy_kind", "src_kind", "dst_kind", "mem_kind")
+# nsys's ENUM_CUDA_MEMCPY_OPER and ENUM_CUDA_MEM_KIND by id (docs/nsys-sqlite.md §2.16), decoded here and nowhere
+# else: the UVM copies (11-13) go by their direction, UNKNOWN (0) and a missing value by none.
+COPY_DIRECTION_OF_KIND = (
+    *(None, "HtoD", "DtoH", "HtoA", "AtoH", "AtoA", "AtoD", "DtoA", "DtoD", "HtoH", "PtoP"),
+    *("HtoD", "DtoH", "DtoD"),
+)
+MEMORY_OF_KIND = ("pageable", "pinned", "device", "array", "managed", "device static", "managed static", "unknown")
+COPY_DIRECTIONS = tuple(dict.fromkeys(d for d in COPY_DIRECTION_OF_KIND if d))
+NO_ID = 0xFFFFFFFF  # CUPTI's "not applicable" stream or event id (a device-wide sync, a stream sync's event)
 
 
 def read_gpu_op_columns(db: ExportDb, window: Window = None) -> tuple[dict[str, np.ndarray], list[int]]:
@@ -144,18 +163,33 @@ def gpu_ops_table(stacked: tuple[dict[str, np.ndarray], list[int]], strings: Str
     """
     columns, sizes = stacked
     columns["op"] = np.repeat(np.arange(len(GPU_OP_TABLES), dtype=np.int8), sizes)
-    for name in _ENUMS:
-        columns[name] = columns[name].astype(np.int8)
     start = columns["start"]
     if len(start) and not (start[1:] >= start[:-1]).all():
         order = np.argsort(start, kind="stable")
         for name in list(columns):
             columns[name] = columns[name][order]
-    ops = {name: columns.pop(name) for name in [*GPU_COMMON_COLUMNS, "bytes", *_ENUMS]}
-    ops["op"] = pd.Categorical.from_codes(columns.pop("op"), categories=list(GPU_OP_KINDS))
+    ops = {name: columns.pop(name) for name in [*GPU_COMMON_COLUMNS, "bytes"]}
+    op_codes = columns.pop("op")
+    ops["op"] = pd.Categorical.from_codes(op_codes, categories=list(GPU_OP_KINDS))
     names = names_for(columns.pop("name_id"), strings)
     ops["name"] = names.set_categories([c for c in names.categories if c != "<string -1>"])
+    # categories on a byte of codes each: a sixth of the table at millions of ops
+    ops["copy_direction"] = _decoded(columns.pop("copy_kind"), COPY_DIRECTION_OF_KIND, COPY_DIRECTIONS)
+    ops["src_memory"] = _decoded(columns.pop("src_kind"), MEMORY_OF_KIND, MEMORY_OF_KIND)
+    # a memset's memory is the memory it writes
+    dst_kind = np.where(op_codes == GPU_OP_KINDS.index("memset"), columns.pop("mem_kind"), columns.pop("dst_kind"))
+    ops["dst_memory"] = _decoded(dst_kind, MEMORY_OF_KIND, MEMORY_OF_KIND)
     return ops
+
+
+def _decoded(ids: np.ndarray, meaning: tuple[str | None, ...], categories: tuple[str, ...]) -> pd.Categorical:
+    """nsys enum ids as nsync's words (``meaning[id]``); ids out of range, and those meaning nothing, as NaN."""
+    code_of_word = {word: code for code, word in enumerate(categories)}
+    lookup = np.array([code_of_word.get(word, -1) if word else -1 for word in meaning], np.int8)
+    ids = np.asarray(ids, np.int64)
+    known = (ids >= 0) & (ids < len(lookup))
+    codes = np.where(known, lookup[np.where(known, ids, 0)], -1).astype(np.int8)
+    return pd.Categorical.from_codes(codes, categories=list(categories))
 
 
 def with_launches(ops: dict[str, np.ndarray], api: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
@@ -164,7 +198,7 @@ def with_launches(ops: dict[str, np.ndarray], api: pd.DataFrame) -> tuple[pd.Dat
     cross-check). An op whose call was not traced (nsys skips some APIs) gets its GPU start as launch time:
     it cannot have been launched later than that."""
     row = match_rows(
-        ops["global_pid"], ops["correlation_id"], global_pid(api["global_tid"]), api["correlation_id"].to_numpy()
+        ops["global_pid"], ops["correlation_id"], api["global_pid"].to_numpy(), api["correlation_id"].to_numpy()
     )
     ops["launch_start"] = take_matched(api["start"].to_numpy(), row, ops["start"])
     ops["launch_end"] = take_matched(api["end"].to_numpy(), row, ops["start"])
@@ -200,12 +234,19 @@ _EVENT_LINK = {
 }
 
 
+def _event_links(frame: pd.DataFrame) -> pd.DataFrame:
+    """Stream and event ids with -1 for none (CUPTI writes 0xFFFFFFFF)."""
+    for column in ("stream_id", "event_id", "event_sync_id"):
+        frame[column] = frame[column].mask(frame[column] == NO_ID, -1)
+    return frame
+
+
 def read_sync_activity(db: ExportDb) -> pd.DataFrame:
-    return db.select_ints("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", _EVENT_LINK)
+    return _event_links(db.select_ints("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", _EVENT_LINK))
 
 
 def read_cuda_events(db: ExportDb) -> pd.DataFrame:
-    return db.select_ints("CUPTI_ACTIVITY_KIND_CUDA_EVENT", _EVENT_LINK)
+    return _event_links(db.select_ints("CUPTI_ACTIVITY_KIND_CUDA_EVENT", _EVENT_LINK))
 
 
 def read_nvtx_ranges(db: ExportDb, strings: StringTable, window: Window = None) -> pd.DataFrame:
@@ -276,7 +317,7 @@ def read_python_marks(
         global_pid=global_pid(columns["global_tid"]), blob_code=blob_codes, row=np.arange(len(blob_codes))
     )
     marks = marks.merge(domains, on=["global_pid", "domain_id"], how="inner").sort_values("row")
-    stack_of_blob = np.append(stacks.intern_blobs(blobs, strings), -1)  # code -1 (no blob) lands on the -1
+    stack_of_blob = np.append(intern_blobs(stacks, blobs, strings), -1)  # code -1 (no blob) lands on the -1
     marks["stack_id"] = stack_of_blob[marks["blob_code"].to_numpy()]
     frameless = int(((marks["kind"] == "backtrace") & (marks["stack_id"] < 0)).sum())
     return marks[["start", "global_tid", "stack_id", "kind"]].reset_index(drop=True), frameless

@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import sqlite_utils
 
-from nsync import __version__
 from nsync.errors import UsageError
 from nsync.load.db import NSYS_MARKER_TABLES, SQLITE_MAGIC
+from nsync.version import installed_version
 
 if TYPE_CHECKING:
     from nsync.analysis import Analysis
@@ -77,24 +77,24 @@ CALLSITE_COLUMNS: dict[str, type] = {
 def check_database_path(path: Path, trace_path: Path | None = None) -> None:
     """Refuse, before any analysis runs, a path nsync must not write: the trace, a folder, another SQLite."""
     if trace_path is not None and path.resolve() == Path(trace_path).resolve():
-        raise UsageError(f"--db {path}: that is the trace being analysed; nsync never writes into a trace")
+        raise UsageError(f"{path}: that is the trace being analysed; nsync never writes into a trace")
     if path.is_dir():
-        raise UsageError(f"--db {path}: is a folder")
+        raise UsageError(f"{path}: is a folder")
     if not path.exists():
         return
     try:
         with path.open("rb") as handle:
             head = handle.read(16)
     except OSError as error:
-        raise UsageError(f"--db {path}: cannot read ({error.strerror})") from error
+        raise UsageError(f"{path}: cannot read ({error.strerror})") from error
     if head and head != SQLITE_MAGIC:
-        raise UsageError(f"--db {path}: exists and is not SQLite; choose another path")
+        raise UsageError(f"{path}: exists and is not SQLite; choose another path")
     if head:
         tables = set(_tables(path))
         if tables & set(NSYS_MARKER_TABLES):
-            raise UsageError(f"--db {path}: is an nsys export; nsync never writes into a trace")
+            raise UsageError(f"{path}: is an nsys export; nsync never writes into a trace")
         if tables and META_TABLE not in tables:
-            raise UsageError(f"--db {path}: is a SQLite database nsync did not write; choose another path")
+            raise UsageError(f"{path}: is a SQLite database nsync did not write; choose another path")
 
 
 def _tables(path: Path) -> list[str]:
@@ -102,7 +102,7 @@ def _tables(path: Path) -> list[str]:
         with sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True) as conn:
             return [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
     except sqlite3.DatabaseError as error:
-        raise UsageError(f"--db {path}: exists and is not a readable SQLite database ({error})") from error
+        raise UsageError(f"{path}: exists and is not a readable SQLite database ({error})") from error
 
 
 def write_database(analysis: Analysis, path: Path) -> None:
@@ -138,7 +138,7 @@ def _insert(
 
 def _meta(analysis: Analysis) -> dict[str, str]:
     return {
-        "nsync_version": __version__,
+        "nsync_version": installed_version(),
         "trace_path": analysis.trace_path,
         "nsys_version": analysis.nsys_version or "",
         "export_schema_version": analysis.schema_version or "",

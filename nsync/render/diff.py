@@ -11,9 +11,9 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from nsync.render.json import ns_to_ms
 from nsync.render.markdown import cell, code_span
-from nsync.render.terminal import fitted_table, where
+from nsync.render.model import ns_to_ms, where
+from nsync.render.terminal import fitted_table, fixed
 
 if TYPE_CHECKING:
     from nsync.diff import Diff
@@ -68,26 +68,20 @@ def render_diff_json(result: Diff) -> str:
     return json.dumps(diff_to_dict(result), indent=2, allow_nan=False) + "\n"
 
 
-def _num(value: float | None, digits: int = 3, sign: bool = False) -> str:
-    if value is None:
-        return "-"
-    return f"{value:+.{digits}f}" if sign else f"{value:.{digits}f}"
-
-
 def headline(result: Diff) -> str:
     step = result.step_ms
     text = f"verdict: {result.verdict}"
     if step["baseline"] is not None:
         text += (
-            f"; step {_num(step['baseline'])} → {_num(step['candidate'])} ms "  # type: ignore[arg-type]
-            f"({_num(step['delta_pct'], 1, sign=True)} %, noise {_num(step['noise_pct'], 1)} %, "  # type: ignore[arg-type]
+            f"; step {fixed(step['baseline'])} → {fixed(step['candidate'])} ms "  # type: ignore[arg-type]
+            f"({fixed(step['delta_pct'], 1, sign=True)} %, noise {fixed(step['noise_pct'], 1)} %, "  # type: ignore[arg-type]
             f"{step['basis']} step time under the profiler)"
         )
     if step.get("unprofiled_baseline") is not None:
         basis = "; the verdict's basis" if step["verdict_basis"] != "profiled" else ""
         text += (
-            f"; predicted without the profiler {_num(step['unprofiled_baseline'])} → "  # type: ignore[arg-type]
-            f"{_num(step['unprofiled_candidate'])} ms ({_num(step['unprofiled_delta_pct'], 1, sign=True)} %, "  # type: ignore[arg-type]
+            f"; predicted without the profiler {fixed(step['unprofiled_baseline'])} → "  # type: ignore[arg-type]
+            f"{fixed(step['unprofiled_candidate'])} ms ({fixed(step['unprofiled_delta_pct'], 1, sign=True)} %, "  # type: ignore[arg-type]
             f"{'calibrated' if step['unprofiled_calibrated'] else 'uncalibrated'}{basis})"
         )
     return text
@@ -105,7 +99,7 @@ def render_diff_markdown(result: Diff, top: int = 10) -> str:
     lines += [f"> {cell(reason)}" for reason in result.reasons]
     exposed = data["exposed_idle_ms_per_step"]
     if exposed["baseline"] is not None:
-        lines += [f"Exposed idle after syncs: {_num(exposed['baseline'])} → {_num(exposed['candidate'])} ms/step", ""]
+        lines += [f"Exposed idle after syncs: {fixed(exposed['baseline'])} → {fixed(exposed['candidate'])} ms/step", ""]
     sites = [s for s in data["callsites"] if s["status"] != "unchanged"][:top]
     if sites:
         lines += [
@@ -113,11 +107,11 @@ def render_diff_markdown(result: Diff, top: int = 10) -> str:
             "|---|---|---|---:|---:|---:|",
         ]
         lines += [
-            f"| {code_span(where(s))}"
+            f"| {code_span(where(s['file'], s['line']))}"
             f"{' (issued at ' + code_span(s['issued_at']) + ')' if s['issued_at'] else ''} | {cell(s['function'])} | "
             f"{s['status']} | "
-            f"{_num(s['baseline_exposed_idle_ms_per_step'])} | {_num(s['candidate_exposed_idle_ms_per_step'])} | "
-            f"{_num(s['delta_ms_per_step'], sign=True)} |"
+            f"{fixed(s['baseline_exposed_idle_ms_per_step'])} | {fixed(s['candidate_exposed_idle_ms_per_step'])} | "
+            f"{fixed(s['delta_ms_per_step'], sign=True)} |"
             for s in sites
         ]
     else:
@@ -144,13 +138,13 @@ def diff_summary(result: Diff, top: int = 10, width: int = 120) -> Group:
     ]
     rows = [
         {
-            "where": where(site),
+            "where": where(site["file"], site["line"]),
             "issued": site["issued_at"] or "",
             "function": str(site["function"]),
             "status": site["status"],
-            "baseline": _num(site["baseline_exposed_idle_ms_per_step"]),
-            "candidate": _num(site["candidate_exposed_idle_ms_per_step"]),
-            "delta": _num(site["delta_ms_per_step"], sign=True),
+            "baseline": fixed(site["baseline_exposed_idle_ms_per_step"]),
+            "candidate": fixed(site["candidate_exposed_idle_ms_per_step"]),
+            "delta": fixed(site["delta_ms_per_step"], sign=True),
         }
         for site in data["callsites"][:top]
     ]

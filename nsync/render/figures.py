@@ -7,8 +7,8 @@ hover text and labels); plotly itself JSON-escapes ``<``, ``>`` and ``/`` when i
 from __future__ import annotations
 
 import html
-from dataclasses import replace
-from typing import TYPE_CHECKING
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -16,8 +16,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 if TYPE_CHECKING:
-    from nsync.analysis import Analysis
-    from nsync.excerpt import TimelineExcerpt
+    from nsync.render.model import Report, Timeline
 
 OP_COLOURS = {"kernel": "#4c78a8", "memcpy": "#54a24b", "memset": "#b279a2", "graph": "#72b7b2"}
 CALL_COLOUR, SYNC_COLOUR, EXPOSED_COLOUR, LEAD_COLOUR = "#bab0ac", "#e45756", "#f58518", "#222222"
@@ -28,9 +27,8 @@ def _esc(values: pd.Series | list[object]) -> list[str]:
     return [html.escape(str(v)) for v in values]
 
 
-def _thread_label(tid: int, names: dict[int, str]) -> str:
-    name = names.get(tid)
-    return f"host {html.escape(name)} ({tid & 0xFFFFFF})" if name else f"host thread {tid & 0xFFFFFF}"
+def _host_lane(thread: str) -> str:
+    return f"host {html.escape(thread)}"
 
 
 def _lane_bars(
@@ -62,42 +60,33 @@ def _lane_bars(
     )
 
 
-def median_step_window(analysis: Analysis) -> tuple[int, int] | None:
-    """The analysed step whose length is closest to the median (it is always inside the excerpt)."""
-    k = analysis.steps.median_index()
-    if k is None:
-        return None
-    step = analysis.steps.analysed.iloc[k]
-    return int(step["start"]), int(step["end"])
+class _Excerpt:
+    """The timeline's columns as frames, clipped to a window."""
 
+    def __init__(self, timeline: Timeline, window: list[int] | None) -> None:
+        a, b = window or (timeline.start_ns, timeline.end_ns)
+        self.start_ns = a
 
-def _clip(excerpt: TimelineExcerpt, window: tuple[int, int]) -> TimelineExcerpt:
-    a, b = window
+        def inside(columns: Any, start: str = "start_ns", end: str = "end_ns") -> pd.DataFrame:
+            frame = pd.DataFrame(asdict(columns))
+            return frame.loc[(frame[end] > a) & (frame[start] < b)] if window else frame
 
-    def inside(frame: pd.DataFrame, start: str = "start", end: str = "end") -> pd.DataFrame:
-        return frame.loc[(frame[end] > a) & (frame[start] < b)]
-
-    lead = excerpt.lead.loc[(excerpt.lead["t"] >= a) & (excerpt.lead["t"] <= b)]
-    return replace(
-        excerpt,
-        start_ns=a,
-        end_ns=b,
-        ops=inside(excerpt.ops),
-        calls=inside(excerpt.calls),
-        syncs=inside(excerpt.syncs, end="rebuild_ns"),
-        lead=lead,
-    )
+        self.ops = inside(timeline.ops)
+        self.calls = inside(timeline.calls)
+        self.syncs = inside(timeline.syncs, end="rebuild_ns")
+        lead = pd.DataFrame(asdict(timeline.lead))
+        self.lead = lead.loc[(lead["t_ns"] >= a) & (lead["t_ns"] <= b)] if window else lead
 
 
 def timeline_figure(
-    analysis: Analysis, window: tuple[int, int] | None = None, x_max_ms: float | None = None
+    timeline: Timeline | None, window: list[int] | None = None, x_max_ms: float | None = None
 ) -> go.Figure | None:
-    """Lanes of GPU streams and host threads, syncs, exposed idle and the lead; ``window`` clips it
-    (time then counts from the window's start, up to ``x_max_ms`` so that two runs share a scale)."""
-    excerpt = analysis.timeline
-    if excerpt is not None and window is not None:
-        excerpt = _clip(excerpt, window)
-    if excerpt is None or (excerpt.ops.empty and excerpt.calls.empty):
+    """Lanes of GPU streams and host threads, syncs, exposed idle and the lead; ``window`` ([start, end]) clips
+    it (time then counts from the window's start, up to ``x_max_ms`` so that two runs share a scale)."""
+    if timeline is None:
+        return None
+    excerpt = _Excerpt(timeline, window)
+    if excerpt.ops.empty and excerpt.calls.empty:
         return None
     t0 = excerpt.start_ns
     # the lead panel only where a syncing thread has a lead to show; the time axis under the last panel
@@ -105,16 +94,16 @@ def timeline_figure(
     heights = [0.78, 0.22] if panels == 2 else [1.0]
     fig = make_subplots(rows=panels, cols=1, shared_xaxes=True, row_heights=heights, vertical_spacing=0.04)
     lanes = _gpu_lanes(fig, excerpt, t0)
-    lanes += _host_lanes(fig, excerpt, t0, analysis.thread_names)
+    lanes += _host_lanes(fig, excerpt, t0)
     _exposed_windows(fig, excerpt, t0)
-    for tid, points in excerpt.lead.groupby("global_tid"):
+    for thread, points in excerpt.lead.groupby("thread", sort=False):
         fig.add_trace(
             go.Scatter(
-                x=(points["t"] - t0) / MS,
+                x=(points["t_ns"] - t0) / MS,
                 y=points["lead_ns"] / MS,
                 mode="lines",
                 line={"color": LEAD_COLOUR, "width": 1},
-                name=f"lead, {_thread_label(tid, analysis.thread_names)}",
+                name=f"lead, {_host_lane(str(thread))}",
                 hovertemplate="lead %{y:.3f} ms<extra></extra>",
             ),
             row=2,
@@ -137,18 +126,18 @@ def timeline_figure(
     return fig
 
 
-def _gpu_lanes(fig: go.Figure, excerpt: TimelineExcerpt, t0: int) -> list[str]:
-    ops = excerpt.ops.assign(
-        lane=[f"GPU {d} · stream {s}" for d, s in zip(excerpt.ops["device_id"], excerpt.ops["stream_id"])]
-    )
-    for op, group in ops.groupby("op", observed=True):
-        names = group["name"].astype(object).where(group["name"].notna(), group["op"].astype(str))
-        hover = [f"{n}<br>{(e - s) / 1e3:.1f} µs" for n, s, e in zip(_esc(names), group["start"], group["end"])]
+def _gpu_lanes(fig: go.Figure, excerpt: _Excerpt, t0: int) -> list[str]:
+    ops = excerpt.ops
+    for op in [op for op in OP_COLOURS if op in set(ops["op"])]:  # in the loader's order of kinds
+        group = ops.loc[ops["op"] == op]
+        hover = [
+            f"{n}<br>{(e - s) / 1e3:.1f} µs" for n, s, e in zip(_esc(group["name"]), group["start_ns"], group["end_ns"])
+        ]
         _lane_bars(
             fig,
             group["lane"],
-            group["start"],
-            group["end"],
+            group["start_ns"],
+            group["end_ns"],
             t0,
             str(op),
             {"color": OP_COLOURS.get(str(op), "#888")},
@@ -158,54 +147,51 @@ def _gpu_lanes(fig: go.Figure, excerpt: TimelineExcerpt, t0: int) -> list[str]:
     return sorted(set(ops["lane"]))
 
 
-def _host_lanes(fig: go.Figure, excerpt: TimelineExcerpt, t0: int, names: dict[int, str]) -> list[str]:
-    calls = excerpt.calls.assign(lane=[_thread_label(t, names) for t in excerpt.calls["global_tid"]])
-    hover = [f"{a}<br>{(e - s) / 1e3:.1f} µs" for a, s, e in zip(_esc(calls["api"]), calls["start"], calls["end"])]
+def _host_lanes(fig: go.Figure, excerpt: _Excerpt, t0: int) -> list[str]:
+    calls = excerpt.calls.assign(lane=[_host_lane(t) for t in excerpt.calls["thread"]])
+    hover = [
+        f"{a}<br>{(e - s) / 1e3:.1f} µs" for a, s, e in zip(_esc(calls["api"]), calls["start_ns"], calls["end_ns"])
+    ]
     _lane_bars(
-        fig, calls["lane"], calls["start"], calls["end"], t0, "CUDA API call", {"color": CALL_COLOUR}, hover, 0.5
+        fig, calls["lane"], calls["start_ns"], calls["end_ns"], t0, "CUDA API call", {"color": CALL_COLOUR}, hover, 0.5
     )
     syncs = excerpt.syncs
     if len(syncs):
-        lanes = [_thread_label(t, names) for t in syncs["global_tid"]]
+        lanes = [_host_lane(t) for t in syncs["thread"]]
         hover = [
-            f"sync ({html.escape(str(k))}) at {html.escape(str(f).rsplit('/', 1)[-1])}:{ln} "
+            f"sync ({html.escape(str(k))}) at {html.escape(w)} "
             f"{html.escape(str(fn))}<br>wait {(e - s) / MS:.3f} ms, exposed idle {x / MS:.3f} ms"
-            for k, f, ln, fn, s, e, x in zip(
+            for k, w, fn, s, e, x in zip(
                 syncs["kind"],
-                syncs["file"],
-                syncs["line"],
+                syncs["where"],
                 syncs["function"],
-                syncs["start"],
-                syncs["end"],
+                syncs["start_ns"],
+                syncs["end_ns"],
                 syncs["exposed_idle_ns"],
             )
         ]
         _lane_bars(
-            fig, lanes, syncs["start"], syncs["end"], t0, "sync (host waits)", {"color": SYNC_COLOUR}, hover, 0.7
+            fig, lanes, syncs["start_ns"], syncs["end_ns"], t0, "sync (host waits)", {"color": SYNC_COLOUR}, hover, 0.7
         )
     return sorted(set(calls["lane"]))
 
 
-def _exposed_windows(fig: go.Figure, excerpt: TimelineExcerpt, t0: int) -> None:
+def _exposed_windows(fig: go.Figure, excerpt: _Excerpt, t0: int) -> None:
     """Shade each sync's exposed-idle window across the GPU lanes, on its own lane too for hovering."""
     syncs = excerpt.syncs.loc[excerpt.syncs["exposed_idle_ns"] > 0]
     if syncs.empty:
         return
-    start = np.maximum(
-        syncs["start"], np.minimum(syncs["drain_ns"].where(syncs["drain_ns"] >= 0, syncs["start"]), syncs["end"])
-    )
-    for a, b in zip(start.head(300), syncs["rebuild_ns"].head(300)):
+    for a, b in zip(syncs["exposed_start_ns"].head(300), syncs["rebuild_ns"].head(300)):
         fig.add_vrect(
             x0=(a - t0) / MS, x1=(b - t0) / MS, fillcolor=EXPOSED_COLOUR, opacity=0.12, line_width=0, row=1, col=1
         )
     hover = [
-        f"exposed idle {x / MS:.3f} ms after {html.escape(str(f).rsplit('/', 1)[-1])}:{ln}"
-        for x, f, ln in zip(syncs["exposed_idle_ns"], syncs["file"], syncs["line"])
+        f"exposed idle {x / MS:.3f} ms after {html.escape(w)}" for x, w in zip(syncs["exposed_idle_ns"], syncs["where"])
     ]
     _lane_bars(
         fig,
         ["GPU idle after syncs"] * len(syncs),
-        start,
+        syncs["exposed_start_ns"],
         syncs["rebuild_ns"],
         t0,
         "exposed idle window",
@@ -215,21 +201,22 @@ def _exposed_windows(fig: go.Figure, excerpt: TimelineExcerpt, t0: int) -> None:
     )
 
 
-def steps_figure(analysis: Analysis) -> go.Figure | None:
-    stats = analysis.step_stats
-    if stats.empty:
+def steps_figure(report: Report) -> go.Figure | None:
+    per_step = report.per_step
+    if per_step is None:
         return None
-    number = np.arange(len(stats)) + analysis.steps.warmup + 1
+    number = np.asarray(per_step.number)
     fig = go.Figure()
-    host = "step on the host" + (" (NVTX range)" if analysis.steps.source.startswith("nvtx") else "")
-    fig.add_trace(go.Bar(x=number, y=stats["duration_ns"] / MS, name=host, marker={"color": "#9ecae9"}))
-    lines = (  # (column, name, mode, line style)
-        ("gpu_duration_ns", "step on the GPU", "lines", {"color": "#222222", "width": 1.5}),
-        ("gpu_idle_ns", "GPU idle", "lines+markers", {"color": "#4c78a8"}),
-        ("exposed_idle_ns", "exposed idle after syncs", "lines+markers", {"color": EXPOSED_COLOUR}),
+    host = "step on the host" + (" (NVTX range)" if report.steps.source.startswith("nvtx") else "")
+    fig.add_trace(go.Bar(x=number, y=np.asarray(per_step.host_ns) / MS, name=host, marker={"color": "#9ecae9"}))
+    lines = (  # (values, name, mode, line style)
+        (per_step.gpu_ns, "step on the GPU", "lines", {"color": "#222222", "width": 1.5}),
+        (per_step.gpu_idle_ns, "GPU idle", "lines+markers", {"color": "#4c78a8"}),
+        (per_step.exposed_idle_ns, "exposed idle after syncs", "lines+markers", {"color": EXPOSED_COLOUR}),
     )
-    for column, name, mode, line in lines:
-        fig.add_trace(go.Scatter(x=number, y=stats[column] / MS, name=name, mode=mode, line=line))
+    for values, name, mode, line in lines:
+        y = np.array([np.nan if v is None else v for v in values], float) / MS
+        fig.add_trace(go.Scatter(x=number, y=y, name=name, mode=mode, line=line))
     fig.update_layout(
         height=300,
         template="plotly_white",

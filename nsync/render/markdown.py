@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import html
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from nsync.render.json import analysis_to_dict, fixed
-from nsync.render.terminal import ONCE_ROWS, issued_at, where
+from nsync.render.model import Report, as_report
+from nsync.render.terminal import ONCE_ROWS, fixed
 
 if TYPE_CHECKING:
     from nsync.analysis import Analysis
@@ -23,57 +23,55 @@ def code_span(value: object) -> str:
     return "`" + str(value).replace("`", "'").replace("|", "\\|").replace("\n", " ") + "`"
 
 
-def render_markdown(analysis: Analysis, top: int = 10) -> str:
-    data: dict[str, Any] = analysis_to_dict(analysis, top)
-    steps, totals = data["steps"], data["totals"]
-    lines = [f"### nsync: {cell(Path(analysis.trace_path).name)}", ""]
-    if data["verdict"]:
-        lines += [f"**{cell(data['verdict']['text'])}**", ""]
-    version = data["trace"]["nsys_version"]
-    facts = [cell(", ".join(data["trace"]["gpus"]) or "no GPU"), f"nsys {cell(version)}" if version else "nsys ?"]
-    if steps["count"]:
-        facts.append(f"{steps['count']} steps, median {fixed(steps['median_ms'])} ms")
-        per = steps["count"]
+def render_markdown(source: Report | Analysis, top: int = 10) -> str:
+    report = as_report(source)
+    steps, totals = report.steps, report.totals
+    lines = [f"### nsync: {cell(Path(report.trace.path).name)}", ""]
+    if report.verdict:
+        lines += [f"**{cell(report.verdict.text)}**", ""]
+    version = report.trace.nsys_version
+    facts = [cell(", ".join(report.trace.gpus) or "no GPU"), f"nsys {cell(version)}" if version else "nsys ?"]
+    if steps.count:
+        facts.append(f"{steps.count} steps, median {fixed(steps.median_ms)} ms")
         facts.append(
-            f"GPU idle {totals['gpu_idle_ms'] / per:.3f} ms/step, "
-            f"{totals['exposed_idle_ms'] / per:.3f} ms/step exposed after syncs"
+            f"GPU idle {fixed(report.gpu_idle_ms_per_step)} ms/step, "
+            f"{fixed(report.exposed_idle_ms_per_step)} ms/step exposed after syncs"
         )
     else:
-        facts.append(
-            f"GPU idle {fixed(totals['gpu_idle_ms'])} ms, {fixed(totals['exposed_idle_ms'])} ms exposed after syncs"
-        )
+        facts.append(f"GPU idle {fixed(totals.gpu_idle_ms)} ms, {fixed(totals.exposed_idle_ms)} ms exposed after syncs")
     lines += [" · ".join(facts), ""]
-    if data["callsites"]:
-        unit = "/step" if steps["count"] else ""
-        library = any(issued_at(site) for site in data["callsites"])
+    sites = report.callsites[:top]
+    if sites:
+        unit = "/step" if steps.count else ""
+        library = report.library_frames(sites)
         lines += [
             f"| # | call site |{' issued at |' if library else ''} what-if saving ms/step | syncs/step | "
             f"exposed idle ms{unit} | host wait ms{unit} | fix |",
             f"|---:|---|{'---|' if library else ''}---:|---:|---:|---:|---|",
         ]
-        for rank, site in enumerate(data["callsites"], 1):
-            exposed = site["exposed_idle_ms_per_step"] if steps["count"] else site["exposed_idle_ms"]
-            wait = site["host_wait_ms_per_step"] if steps["count"] else site["host_wait_ms"]
-            issued = f" {code_span(issued_at(site)) if issued_at(site) else ''} |" if library else ""
+        for rank, site in enumerate(sites, 1):
+            exposed = site.exposed_idle_ms_per_step if steps.count else site.exposed_idle_ms
+            wait = site.host_wait_ms_per_step if steps.count else site.host_wait_ms
+            issued = f" {code_span(site.issued_at) if site.issued_at else ''} |" if library else ""
             lines.append(
-                f"| {rank} | {code_span(where(site))} |{issued} {fixed(site['predicted_saving_ms_per_step'])} | "
-                f"{fixed(site['syncs_per_step'], 2)} | {fixed(exposed)} | {fixed(wait)} | {cell(site['short_hint'])} |"
+                f"| {rank} | {code_span(site.where)} |{issued} {fixed(site.predicted_saving_ms_per_step)} | "
+                f"{fixed(site.syncs_per_step, 2)} | {fixed(exposed)} | {fixed(wait)} | {cell(site.short_hint)} |"
             )
-        more = len(analysis.callsites) - len(data["callsites"])
+        more = len(report.callsites) - len(sites)
         if more > 0:
             lines += ["", f"{more} more call sites in the full report."]
     else:
         lines.append("No sync call sites in the analysed window.")
-    if len(data["phases"]) > 1:
+    if len(report.phases) > 1:
         lines += ["", "| phase | time ms | GPU idle | syncs | host wait ms |", "|---|---:|---:|---:|---:|"]
-        for phase in data["phases"]:
+        for phase in report.phases:
             lines.append(
-                f"| {phase['phase']} | {fixed(phase['duration_ms'], 1)} | {fixed(phase['gpu_idle_pct'], 0)} % | "
-                f"{phase['sync_count']} | {fixed(phase['host_wait_ms'])} |"
+                f"| {phase.phase} | {fixed(phase.duration_ms, 1)} | {fixed(phase.gpu_idle_pct, 0)} % | "
+                f"{phase.sync_count} | {fixed(phase.host_wait_ms)} |"
             )
-    outside = data["outside_main_loop"][:ONCE_ROWS]
-    if outside and steps["count"]:
-        library = any(issued_at(site) for site in outside)
+    outside = report.outside_main_loop[:ONCE_ROWS]
+    if outside and steps.count:
+        library = report.library_frames(outside)
         lines += [
             "",
             "Syncs outside the main loop, once each: the host's wait in them is the most they cost.",
@@ -81,12 +79,11 @@ def render_markdown(analysis: Analysis, top: int = 10) -> str:
             f"| phase | call site |{' issued at |' if library else ''} syncs | host wait ms |",
             f"|---|---|{'---|' if library else ''}---:|---:|",
         ]
-        for site in outside:
-            issued = f" {code_span(issued_at(site)) if issued_at(site) else ''} |" if library else ""
+        for once in outside:
+            issued = f" {code_span(once.issued_at) if once.issued_at else ''} |" if library else ""
             lines.append(
-                f"| {site['phase']} | {code_span(where(site))} |{issued} {site['count']} | "
-                f"{fixed(site['host_wait_ms'])} |"
+                f"| {once.phase} | {code_span(once.where)} |{issued} {once.count} | {fixed(once.host_wait_ms)} |"
             )
-    for warning in data["warnings"]:  # a blank line between them: one quote each, not one merged paragraph
+    for warning in report.warnings:  # a blank line between them: one quote each, not one merged paragraph
         lines += ["", f"> {cell(warning)}"]
     return "\n".join(lines).rstrip() + "\n"

@@ -9,92 +9,87 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from nsync.render.json import analysis_to_dict, fixed
+from nsync.render.model import CallSite as Site
+from nsync.render.model import OnceSite, Phase, Report, as_report
 
 if TYPE_CHECKING:
     from nsync.analysis import Analysis
 
 
-def summary(analysis: Analysis, top: int = 10, width: int = 120) -> Group:
+def fixed(value: float | None, digits: int = 3, sign: bool = False) -> str:
+    """A figure as text for the human-facing renderers: fixed decimals (``sign``: with + or -), '-' where there
+    is none."""
+    if value is None:
+        return "-"
+    return f"{value:+.{digits}f}" if sign else f"{value:.{digits}f}"
+
+
+def summary(source: Report | Analysis, top: int = 10, width: int = 120) -> Group:
     """A renderable for a console ``width`` columns wide: every trace string goes in as Text, so rich markup
     in names stays inert."""
-    data = analysis_to_dict(analysis, top)
-    trace, steps, totals = data["trace"], data["steps"], data["totals"]
+    report = as_report(source)
+    trace, steps, totals = report.trace, report.steps, report.totals
     head = Text()
     head.append("nsync ", style="bold")
-    head.append(f"{trace['path']}\n")
-    facts = [f"nsys {trace['nsys_version'] or '?'}", ", ".join(trace["gpus"]) or "no GPU"]
-    if analysis.status != "ok":
+    head.append(f"{trace.path}\n")
+    facts = [f"nsys {trace.nsys_version or '?'}", ", ".join(trace.gpus) or "no GPU"]
+    if report.status != "ok":
         pass  # nothing was analysed: the note below says why
-    elif steps["count"]:
+    elif steps.count:
         facts.append(
-            f"{steps['count']} steps ({steps['source']}, {steps['warmup_skipped']} warm-up skipped), "
-            f"median {fixed(steps['median_ms'])} ms (on the GPU {fixed(steps['gpu_median_ms'])} ms)"
+            f"{steps.count} steps ({steps.source}, {steps.warmup_skipped} warm-up skipped), "
+            f"median {fixed(steps.median_ms)} ms (on the GPU {fixed(steps.gpu_median_ms)} ms)"
         )
     else:
         facts.append("no steps found: figures cover the whole trace")
     head.append(" | ".join(facts) + "\n")
-    if analysis.status != "ok":
-        return Group(head, *(Text(f"note: {w}", style="yellow") for w in data["warnings"]))
-    span, gpus = totals["span_ms"] or 0.0, totals["gpu_count"]
+    if report.status != "ok":
+        return Group(head, *(Text(f"note: {w}", style="yellow") for w in report.warnings))
+    span, gpus = totals.span_ms or 0.0, totals.gpu_count
     of = f"{gpus} GPUs x {fixed(span, 1)} ms" if gpus > 1 else f"{fixed(span, 1)} ms"
-    idle_share = f" ({totals['gpu_idle_pct']:.1f}% of {of})" if totals["gpu_idle_pct"] is not None else ""
+    idle_share = f" ({totals.gpu_idle_pct:.1f}% of {of})" if totals.gpu_idle_pct is not None else ""
+    sites = report.callsites
     head.append(
-        f"GPU idle {fixed(totals['gpu_idle_ms'], 2)} ms{idle_share}; exposed idle after syncs "
-        f"{fixed(totals['exposed_idle_ms'], 2)} ms; host wait {fixed(totals['host_wait_ms'], 2)} ms; "
-        f"{totals['sync_count']} syncs at {len(analysis.callsites)} call site"
-        f"{'' if len(analysis.callsites) == 1 else 's'}\n"
+        f"GPU idle {fixed(totals.gpu_idle_ms, 2)} ms{idle_share}; exposed idle after syncs "
+        f"{fixed(totals.exposed_idle_ms, 2)} ms; host wait {fixed(totals.host_wait_ms, 2)} ms; "
+        f"{totals.sync_count} syncs at {len(sites)} call site{'' if len(sites) == 1 else 's'}\n"
     )
-    if data["verdict"]:
-        head.append(f"verdict: {data['verdict']['text']}\n", style="bold")
-    phases = [_phase_text(phase) for phase in data["phases"]]
+    if report.verdict:
+        head.append(f"verdict: {report.verdict.text}\n", style="bold")
+    phases = [_phase_text(phase) for phase in report.phases]
     if len(phases) > 1:
         head.append("phases: " + " · ".join(phases) + "\n")
     parts: list[Text | Table] = [head]
-    if data["callsites"]:
-        parts.append(_table(data["callsites"], per_step=bool(steps["count"]), width=width))
-        what_if = data["what_if"]
-        if what_if and what_if["replayed_step_ms"] is not None:
+    if sites:
+        parts.append(_table(report, sites[:top], per_step=bool(steps.count), width=width))
+        what_if = report.what_if
+        if what_if and what_if.replayed_step_ms is not None:
             parts.append(
                 Text(
-                    f"what if: step {fixed(what_if['replayed_step_ms'])} ms replayed as captured, "
-                    f"{fixed(what_if['unprofiled_step_ms'])} ms without the profiler, "
-                    f"{fixed(what_if['predicted_step_ms_without_syncs'])} ms without any sync ({what_if['note']})"
+                    f"what if: step {fixed(what_if.replayed_step_ms)} ms replayed as captured, "
+                    f"{fixed(what_if.unprofiled_step_ms)} ms without the profiler, "
+                    f"{fixed(what_if.predicted_step_ms_without_syncs)} ms without any sync ({what_if.note})"
                 )
             )
-        top_site = data["callsites"][0]
-        if top_site["hint"]:
-            parts.append(Text(f"#1 {top_site['function']}: {top_site['hint']}", style="dim"))
-        if len(analysis.callsites) > top:
-            parts.append(Text(f"... {len(analysis.callsites) - top} more call sites (--top, --json)", style="dim"))
-    outside = data["outside_main_loop"][:ONCE_ROWS]
-    if outside and steps["count"]:
+        if sites[0].hint:
+            parts.append(Text(f"#1 {sites[0].function}: {sites[0].hint}", style="dim"))
+        if len(sites) > top:
+            parts.append(Text(f"... {len(sites) - top} more call sites (--top, --json)", style="dim"))
+    outside = report.outside_main_loop[:ONCE_ROWS]
+    if outside and steps.count:
         parts.append(Text("syncs outside the main loop, once each: the host's wait in them is the most they cost"))
-        rows = [_once_cells(site) for site in outside]
-        issued = [("issued at", "issued", "left")] if any(row["issued"] for row in rows) else []
-        parts.append(fitted_table([*ONCE_COLUMNS, *issued], rows, width))
-    parts.extend(Text(f"warning: {warning}", style="yellow") for warning in data["warnings"])
+        issued = [("issued at", "issued", "left")] if report.library_frames(outside) else []
+        parts.append(fitted_table([*ONCE_COLUMNS, *issued], [_once_cells(site) for site in outside], width))
+    parts.extend(Text(f"warning: {warning}", style="yellow") for warning in report.warnings)
     return Group(*parts)
 
 
-def _phase_text(phase: dict[str, object]) -> str:
-    steps = f" in {phase['intervals']} steps" if phase["phase"] == "main loop" else ""
+def _phase_text(phase: Phase) -> str:
+    steps = f" in {phase.intervals} steps" if phase.phase == "main loop" else ""
     return (
-        f"{phase['phase']} {fixed(phase['duration_ms'], 1)} ms{steps} (GPU idle "  # type: ignore[arg-type]
-        f"{fixed(phase['gpu_idle_pct'], 0)}%, {phase['sync_count']} sync{'' if phase['sync_count'] == 1 else 's'})"  # type: ignore[arg-type]
+        f"{phase.phase} {fixed(phase.duration_ms, 1)} ms{steps} (GPU idle "
+        f"{fixed(phase.gpu_idle_pct, 0)}%, {phase.sync_count} sync{'' if phase.sync_count == 1 else 's'})"
     )
-
-
-def where(frame: dict[str, object]) -> str:
-    """``file.py:12``: the file's name and the line."""
-    return f"{str(frame['file']).rsplit('/', 1)[-1]}:{frame['line']}"
-
-
-def issued_at(site: dict[str, object]) -> str:
-    """Where the sync is issued, when that is not the call site itself (a library's line)."""
-    frame = site["sync_frame"]
-    same = (frame["file"], frame["line"]) == (site["file"], site["line"])  # type: ignore[index]
-    return "" if same else where(frame)  # type: ignore[arg-type]
 
 
 ONCE_ROWS = 5
@@ -106,13 +101,13 @@ ONCE_COLUMNS = [
 ]
 
 
-def _once_cells(site: dict[str, object]) -> dict[str, str]:
+def _once_cells(site: OnceSite) -> dict[str, str]:
     return {
-        "phase": str(site["phase"]),
-        "where": where(site),
-        "wait": fixed(site["host_wait_ms"]),  # type: ignore[arg-type]
-        "count": str(site["count"]),
-        "issued": issued_at(site),
+        "phase": site.phase,
+        "where": site.where,
+        "wait": fixed(site.host_wait_ms),
+        "count": str(site.count),
+        "issued": site.issued_at,
     }
 
 
@@ -135,25 +130,25 @@ def _columns(per_step: bool, library_frames: bool) -> list[tuple[str, str, str]]
     ]
 
 
-def _cells(rank: int, site: dict[str, object], per_step: bool) -> dict[str, str]:
+def _cells(rank: int, site: Site, per_step: bool) -> dict[str, str]:
     return {
         "rank": str(rank),
-        "where": where(site),
-        "issued": issued_at(site),
-        "saving": fixed(site["predicted_saving_ms_per_step"]),  # type: ignore[arg-type]
-        "exposed": fixed(site["exposed_idle_ms_per_step" if per_step else "exposed_idle_ms"]),  # type: ignore[arg-type]
-        "function": str(site["function"]),
-        "per_step": fixed(site["syncs_per_step"], 2),  # type: ignore[arg-type]
-        "hint": str(site["short_hint"]),
-        "wait": fixed(site["host_wait_ms_per_step" if per_step else "host_wait_ms"]),  # type: ignore[arg-type]
-        "lead": fixed(site["lead_before_ms_mean"]),  # type: ignore[arg-type]
-        "count": str(site["count"]),
+        "where": site.where,
+        "issued": site.issued_at,
+        "saving": fixed(site.predicted_saving_ms_per_step),
+        "exposed": fixed(site.exposed_idle_ms_per_step if per_step else site.exposed_idle_ms),
+        "function": site.function,
+        "per_step": fixed(site.syncs_per_step, 2),
+        "hint": site.short_hint,
+        "wait": fixed(site.host_wait_ms_per_step if per_step else site.host_wait_ms),
+        "lead": fixed(site.lead_before_ms_mean),
+        "count": str(site.count),
     }
 
 
-def _table(callsites: list[dict[str, object]], per_step: bool, width: int) -> Table:
-    rows = [_cells(rank, site, per_step) for rank, site in enumerate(callsites, 1)]
-    return fitted_table(_columns(per_step, any(row["issued"] for row in rows)), rows, width)
+def _table(report: Report, sites: list[Site], per_step: bool, width: int) -> Table:
+    rows = [_cells(rank, site, per_step) for rank, site in enumerate(sites, 1)]
+    return fitted_table(_columns(per_step, report.library_frames(sites)), rows, width)
 
 
 def fitted_table(columns: list[tuple[str, str, str]], rows: list[dict[str, str]], width: int) -> Table:
@@ -173,7 +168,7 @@ def fitted_table(columns: list[tuple[str, str, str]], rows: list[dict[str, str]]
     return table
 
 
-def render_terminal(analysis: Analysis, top: int = 10, width: int | None = None) -> str:
+def render_terminal(source: Report | Analysis, top: int = 10, width: int | None = None) -> str:
     console = Console(record=True, width=width or 140, file=io.StringIO(), color_system=None)
-    console.print(summary(analysis, top, console.width))
+    console.print(summary(source, top, console.width))
     return console.export_text()

@@ -1,0 +1,627 @@
+"""The report model: every figure a renderer prints, built once from an analysis.
+
+The JSON output (schema ``nsync.analysis/1``) is this model written out, and :func:`read_report` reads it
+back, so that a saved result can be rendered again (``nsync analyze --from result.json``). Renderers take a
+:class:`Report` and only print it: the figures derived from others (per step, shares, what a fix leaves)
+are computed here, in the model's properties, and nowhere else. Times are in the unit their name says.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import types
+import typing
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from nsync.config import AnalysisConfig
+from nsync.errors import TraceError, UsageError
+
+if TYPE_CHECKING:
+    from nsync.analysis import Analysis
+    from nsync.excerpt import TimelineExcerpt
+
+SCHEMA = "nsync.analysis/1"
+NS_PER_MS = 1e6
+
+
+def ns_to_ms(value_ns: float | None) -> float | None:
+    if value_ns is None or (isinstance(value_ns, float) and math.isnan(value_ns)):
+        return None
+    return round(float(value_ns) / NS_PER_MS, 6)
+
+
+def _num(value: float | None) -> float | None:
+    return None if value is None or math.isnan(float(value)) else round(float(value), 4)
+
+
+def _pct(part: float, whole: float) -> float | None:
+    return round(100 * part / whole, 2) if whole else None
+
+
+def _less(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else a - b
+
+
+def where(file: str, line: int | None) -> str:
+    """``file.py:12``: the file's name and the line."""
+    return f"{str(file).rsplit('/', 1)[-1]}:{line}"
+
+
+@dataclass(frozen=True)
+class TraceFacts:
+    path: str
+    nsys_version: str | None
+    export_schema_version: str | None
+    gpus: list[str]
+
+
+@dataclass(frozen=True)
+class StepFacts:
+    count: int  # the analysed steps (after the warm-up)
+    median_ms: float | None
+    gpu_median_ms: float | None
+    source: str  # "nvtx:train_step", "marks", "kernel period", "none"...
+    total: int  # every step found
+    warmup_skipped: int
+    set_aside: int  # steps 3x the median or more, left out
+
+
+@dataclass(frozen=True)
+class Window:
+    start_ns: int
+    end_ns: int
+
+
+@dataclass(frozen=True)
+class GpuIdle:
+    device_id: int
+    name: str
+    idle_ms: float | None
+    idle_pct: float | None
+
+
+@dataclass(frozen=True)
+class Totals:
+    """Sums over the analysed steps (the whole window when there are none)."""
+
+    span_ms: float | None
+    gpu_count: int
+    gpu_idle_ms: float | None
+    gpu_busy_ms: float | None
+    gpu_idle_pct: float | None  # of span x GPUs
+    per_gpu: list[GpuIdle]
+    exposed_idle_ms: float | None
+    host_wait_ms: float | None
+    sync_count: int
+    syncs_outside_window: int
+    predicted_step_ms_without_syncs: float | None
+
+    @property
+    def gpu_busy_pct(self) -> float | None:
+        return None if self.gpu_idle_pct is None else 100 - self.gpu_idle_pct
+
+    @property
+    def exposed_idle_pct(self) -> float | None:
+        """Of the wall time of every GPU."""
+        if not self.span_ms or not self.gpu_count or self.exposed_idle_ms is None:
+            return None
+        return 100 * self.exposed_idle_ms / (self.span_ms * self.gpu_count)
+
+
+@dataclass(frozen=True)
+class VerdictFacts:
+    text: str
+    worth_fixing: bool
+    largest_saving_ms_per_step: float | None
+    share_pct: float
+    site: str
+    all_syncs_together: bool
+    threshold_pct: float
+
+
+@dataclass(frozen=True)
+class Phase:
+    phase: str  # start-up | main loop | between steps | teardown
+    start_ns: int
+    end_ns: int
+    duration_ms: float | None
+    intervals: int
+    gpu_idle_ms: float | None
+    gpu_idle_pct: float | None
+    sync_count: int
+    host_wait_ms: float | None
+
+
+@dataclass(frozen=True)
+class SyncFrame:
+    """Where the sync is issued: the innermost frame outside PyTorch (a library's line, or the call site)."""
+
+    file: str
+    line: int
+    function: str
+
+
+@dataclass(frozen=True)
+class StackFrame:
+    function: str
+    file: str
+    line: int
+
+
+class Site:
+    """A call site's two frames: the user's line (file, line, function), and where the sync is issued."""
+
+    file: str
+    line: int
+    function: str
+    sync_frame: SyncFrame
+
+    @property
+    def where(self) -> str:
+        return where(self.file, self.line)
+
+    @property
+    def issued_at(self) -> str:
+        """Where a library issues the sync (``trainer.py:1847``); empty when that is the call site itself."""
+        frame = self.sync_frame
+        return "" if (frame.file, frame.line) == (self.file, self.line) else where(frame.file, frame.line)
+
+
+@dataclass(frozen=True)
+class CallSite(Site):
+    file: str
+    line: int
+    function: str
+    sync_frame: SyncFrame
+    count: int
+    syncs_per_step: float | None
+    executions_per_step: float | None
+    exposed_idle_ms: float | None
+    exposed_idle_ms_per_step: float | None
+    host_wait_ms: float | None
+    host_wait_ms_per_step: float | None
+    lead_before_ms_mean: float | None
+    share_of_gpu_idle: float | None
+    apis: list[str]
+    kinds: list[str]
+    copy_directions: list[str]
+    stack: list[StackFrame]
+    predicted_saving_ms_per_step: float | None
+    callsite_source: str
+    short_hint: str
+    hint: str
+
+
+@dataclass(frozen=True)
+class OnceSite(Site):
+    """A call site of syncs outside the main loop (start-up, between steps, teardown)."""
+
+    phase: str
+    file: str
+    line: int
+    function: str
+    sync_frame: SyncFrame
+    count: int
+    host_wait_ms: float | None
+
+
+@dataclass(frozen=True)
+class WhatIfFacts:
+    replayed_step_ms: float | None
+    unprofiled_step_ms: float | None
+    host_scale: float
+    calibrated: bool
+    calibrated_step_ms: float | None
+    predicted_step_ms_without_syncs: float | None
+    launch_latency_us: float
+    replayed_steps: list[int]
+    sites_left_out: int
+    note: str
+
+    @property
+    def saving_ms_all_syncs(self) -> float | None:
+        return _less(self.unprofiled_step_ms, self.predicted_step_ms_without_syncs)
+
+
+@dataclass(frozen=True)
+class PerStep:
+    """One value per analysed step, numbered from 1 over all the steps found (the warm-up included)."""
+
+    number: list[int]
+    host_ns: list[int]
+    gpu_ns: list[int | None]  # None: no GPU work launched in the step
+    gpu_idle_ns: list[int]
+    exposed_idle_ns: list[int]
+
+
+@dataclass(frozen=True)
+class TimelineOps:
+    start_ns: list[int]
+    end_ns: list[int]
+    lane: list[str]  # "GPU 0 · stream 7"
+    op: list[str]  # kernel | memcpy | memset | graph
+    name: list[str]  # the kernel's name, else the op
+
+
+@dataclass(frozen=True)
+class TimelineCalls:
+    start_ns: list[int]
+    end_ns: list[int]
+    thread: list[str]  # "MainThread (4242)"
+    api: list[str]
+
+
+@dataclass(frozen=True)
+class TimelineSyncs:
+    start_ns: list[int]
+    end_ns: list[int]
+    thread: list[str]
+    kind: list[str]
+    exposed_start_ns: list[int]  # the GPU idles from here (the sync drained its queue) until rebuild_ns
+    rebuild_ns: list[int]
+    exposed_idle_ns: list[int]
+    where: list[str]  # "file.py:12"
+    function: list[str]
+
+
+@dataclass(frozen=True)
+class TimelineLead:
+    t_ns: list[int]
+    lead_ns: list[int]
+    thread: list[str]
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """A slice of the trace around representative steps (nsync.excerpt), for the HTML report to draw."""
+
+    start_ns: int
+    end_ns: int
+    description: str
+    median_step_ns: list[int] | None  # [start, end] of the median-length step, inside the slice
+    ops: TimelineOps
+    calls: TimelineCalls
+    syncs: TimelineSyncs
+    lead: TimelineLead
+
+
+@dataclass(frozen=True)
+class Report:
+    schema: str
+    status: str  # ok | no-cuda | no-gpu-work
+    trace: TraceFacts
+    steps: StepFacts
+    window: Window
+    totals: Totals
+    verdict: VerdictFacts | None
+    phases: list[Phase]
+    callsites: list[CallSite]
+    outside_main_loop: list[OnceSite]
+    what_if: WhatIfFacts | None
+    warnings: list[str]
+    config: AnalysisConfig
+    per_step: PerStep | None = None
+    timeline: Timeline | None = None
+    # no figure below is written out: each is derived from those above
+
+    @property
+    def gpu_idle_ms_per_step(self) -> float | None:
+        count, idle = self.steps.count, self.totals.gpu_idle_ms
+        return idle / count if count and idle is not None else None
+
+    @property
+    def exposed_idle_ms_per_step(self) -> float | None:
+        count, exposed = self.steps.count, self.totals.exposed_idle_ms
+        return exposed / count if count and exposed is not None else None
+
+    @property
+    def exposed_idle_matters(self) -> bool:
+        """Whether exposed idle deserves a warning colour: the verdict says a fix pays (without a verdict:
+        idle that shows at three decimals)."""
+        if self.verdict is not None:
+            return self.verdict.worth_fixing
+        return (self.totals.exposed_idle_ms or 0.0) >= 0.0005
+
+    @property
+    def threshold_pct(self) -> float:
+        """The saving, as a share of the step, from which a sync is worth fixing."""
+        return round(100 * self.config.worth_fixing_share, 2)
+
+    def step_ms_if_fixed(self, site: CallSite) -> float | None:
+        """The predicted unprofiled step with ``site``'s syncs fixed."""
+        unprofiled = self.what_if.unprofiled_step_ms if self.what_if else None
+        return _less(unprofiled, site.predicted_saving_ms_per_step)
+
+    def library_frames(self, sites: list[CallSite] | list[OnceSite]) -> bool:
+        """Whether any of ``sites`` is issued by a library (the renderers then show where)."""
+        return any(site.issued_at for site in sites)
+
+
+def build_report(analysis: Analysis) -> Report:
+    """The report of ``analysis``, with every call site (renderers show the first ``top``)."""
+    totals = analysis.totals
+    stats = analysis.step_stats
+    durations = stats["duration_ns"] if len(stats) else None
+    gpu_durations = stats["gpu_duration_ns"].dropna() if len(stats) else None
+    gpu_idle = totals["gpu_idle_ns"]
+    steps = analysis.steps
+    return Report(
+        schema=SCHEMA,
+        status=analysis.status,
+        trace=TraceFacts(
+            path=analysis.trace_path,
+            nsys_version=analysis.nsys_version,
+            export_schema_version=analysis.schema_version,
+            gpus=list(analysis.gpus),
+        ),
+        steps=StepFacts(
+            count=steps.count,
+            median_ms=ns_to_ms(float(durations.median())) if durations is not None else None,
+            gpu_median_ms=ns_to_ms(float(gpu_durations.median()))
+            if gpu_durations is not None and len(gpu_durations)
+            else None,
+            source=steps.source,
+            total=len(steps.table),
+            warmup_skipped=steps.warmup,
+            set_aside=steps.set_aside,
+        ),
+        window=Window(start_ns=analysis.window_ns[0], end_ns=analysis.window_ns[1]),
+        totals=Totals(
+            span_ms=ns_to_ms(totals["span_ns"]),
+            gpu_count=totals["gpu_count"],
+            gpu_idle_ms=ns_to_ms(gpu_idle),
+            gpu_busy_ms=ns_to_ms(totals["gpu_busy_ns"]),
+            gpu_idle_pct=_pct(gpu_idle, totals["span_ns"] * totals["gpu_count"]),
+            per_gpu=[
+                GpuIdle(
+                    device_id=gpu["device_id"],
+                    name=gpu["name"],
+                    idle_ms=ns_to_ms(gpu["idle_ns"]),
+                    idle_pct=_pct(gpu["idle_ns"], totals["span_ns"]),
+                )
+                for gpu in totals["per_gpu"]
+            ],
+            exposed_idle_ms=ns_to_ms(totals["exposed_idle_ns"]),
+            host_wait_ms=ns_to_ms(totals["host_wait_ns"]),
+            sync_count=totals["sync_count"],
+            syncs_outside_window=totals.get("syncs_outside_window", 0),
+            predicted_step_ms_without_syncs=ns_to_ms(analysis.what_if.without_syncs_step_ns)
+            if analysis.what_if
+            else None,
+        ),
+        verdict=_verdict(analysis),
+        phases=_phases(analysis),
+        callsites=[_callsite(row, gpu_idle) for row in analysis.callsites.to_dict("records")],
+        outside_main_loop=[
+            OnceSite(
+                **_frames(row), phase=row["phase"], count=int(row["count"]), host_wait_ms=ns_to_ms(row["host_wait_ns"])
+            )
+            for row in analysis.phase_sites.to_dict("records")
+        ],
+        what_if=_what_if(analysis),
+        warnings=list(analysis.warnings),
+        config=analysis.config,
+        per_step=_per_step(analysis),
+        timeline=None if analysis.timeline is None else _timeline(analysis.timeline, analysis),
+    )
+
+
+def _verdict(analysis: Analysis) -> VerdictFacts | None:
+    verdict = analysis.verdict
+    if verdict is None:
+        return None
+    return VerdictFacts(
+        text=verdict.text,
+        worth_fixing=verdict.worth_fixing,
+        largest_saving_ms_per_step=ns_to_ms(verdict.largest_saving_ns),
+        share_pct=round(100 * verdict.share, 2),
+        site=verdict.site,
+        all_syncs_together=verdict.together,
+        threshold_pct=round(100 * analysis.config.worth_fixing_share, 2),
+    )
+
+
+def _phases(analysis: Analysis) -> list[Phase]:
+    gpus = max(analysis.totals["gpu_count"], 1)
+    return [
+        Phase(
+            phase=row["phase"],
+            start_ns=int(row["start"]),
+            end_ns=int(row["end"]),
+            duration_ms=ns_to_ms(row["duration_ns"]),
+            intervals=int(row["intervals"]),
+            gpu_idle_ms=ns_to_ms(row["gpu_idle_ns"]),
+            gpu_idle_pct=_pct(row["gpu_idle_ns"], row["duration_ns"] * gpus),
+            sync_count=int(row["sync_count"]),
+            host_wait_ms=ns_to_ms(row["host_wait_ns"]),
+        )
+        for row in analysis.phases.to_dict("records")
+    ]
+
+
+def _frames(row: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "file": row["file"],
+        "line": int(row["line"]),
+        "function": row["function"],
+        "sync_frame": SyncFrame(file=row["sync_file"], line=int(row["sync_line"]), function=row["sync_function"]),
+    }
+
+
+def _what_if(analysis: Analysis) -> WhatIfFacts | None:
+    predicted = analysis.what_if
+    if predicted is None:
+        return None
+    return WhatIfFacts(
+        replayed_step_ms=ns_to_ms(predicted.replayed_step_ns),
+        unprofiled_step_ms=ns_to_ms(predicted.unprofiled_step_ns),
+        host_scale=round(predicted.host_scale, 4),
+        calibrated=predicted.calibrated,
+        calibrated_step_ms=None if predicted.calibrated_step_ns is None else ns_to_ms(predicted.calibrated_step_ns),
+        predicted_step_ms_without_syncs=ns_to_ms(predicted.without_syncs_step_ns),
+        launch_latency_us=round(predicted.latency_ns / 1e3, 3),
+        replayed_steps=list(predicted.replayed_steps),
+        sites_left_out=predicted.sites_left_out,
+        note=predicted.note,
+    )
+
+
+def _callsite(row: dict[str, Any], gpu_idle_ns: int) -> CallSite:
+    return CallSite(
+        **_frames(row),
+        count=int(row["count"]),
+        syncs_per_step=_num(row["syncs_per_step"]),
+        executions_per_step=_num(row["executions_per_step"]),
+        exposed_idle_ms=ns_to_ms(row["exposed_idle_ns"]),
+        exposed_idle_ms_per_step=ns_to_ms(row["exposed_idle_ns_per_step"]),
+        host_wait_ms=ns_to_ms(row["host_wait_ns"]),
+        host_wait_ms_per_step=ns_to_ms(row["host_wait_ns_per_step"]),
+        lead_before_ms_mean=ns_to_ms(row["lead_before_ns_mean"]),
+        share_of_gpu_idle=_num(row["exposed_idle_ns"] / gpu_idle_ns) if gpu_idle_ns else None,
+        apis=list(row["apis"]),
+        kinds=list(row["kinds"]),
+        copy_directions=list(row["copy_directions"]),
+        stack=[StackFrame(function=f.function, file=f.file, line=f.line) for f in row["stack"]],
+        predicted_saving_ms_per_step=ns_to_ms(row.get("predicted_saving_ns_per_step")),
+        callsite_source=row["callsite_source"],
+        short_hint=row["short_hint"],
+        hint=row["hint"],
+    )
+
+
+def _per_step(analysis: Analysis) -> PerStep | None:
+    stats = analysis.step_stats
+    if stats.empty:
+        return None
+    return PerStep(
+        number=(np.arange(len(stats)) + analysis.steps.warmup + 1).tolist(),
+        host_ns=_ints(stats["duration_ns"]),
+        gpu_ns=[None if math.isnan(v) else int(v) for v in stats["gpu_duration_ns"].astype(float).tolist()],
+        gpu_idle_ns=_ints(stats["gpu_idle_ns"]),
+        exposed_idle_ns=_ints(stats["exposed_idle_ns"]),
+    )
+
+
+def _ints(values: pd.Series) -> list[int]:
+    return values.to_numpy(np.int64).tolist()
+
+
+def _timeline(excerpt: TimelineExcerpt, analysis: Analysis) -> Timeline:
+    labels = excerpt.thread_labels
+    ops, calls, syncs, lead = excerpt.ops, excerpt.calls, excerpt.syncs, excerpt.lead
+    k = analysis.steps.median_index()
+    median = None if k is None else analysis.steps.analysed.iloc[k]
+    kernel_or_op = ops["name"].astype(object).where(ops["name"].notna(), ops["op"].astype(str))
+    return Timeline(
+        start_ns=excerpt.start_ns,
+        end_ns=excerpt.end_ns,
+        description=excerpt.description,
+        median_step_ns=None if median is None else [int(median["start"]), int(median["end"])],
+        ops=TimelineOps(
+            start_ns=_ints(ops["start"]),
+            end_ns=_ints(ops["end"]),
+            lane=[f"GPU {d} · stream {s}" for d, s in zip(ops["device_id"].tolist(), ops["stream_id"].tolist())],
+            op=ops["op"].astype(str).tolist(),
+            name=[str(name) for name in kernel_or_op.tolist()],
+        ),
+        calls=TimelineCalls(
+            start_ns=_ints(calls["start"]),
+            end_ns=_ints(calls["end"]),
+            thread=[labels[t] for t in calls["global_tid"].tolist()],
+            api=calls["api"].astype(str).tolist(),
+        ),
+        syncs=TimelineSyncs(
+            start_ns=_ints(syncs["start"]),
+            end_ns=_ints(syncs["end"]),
+            thread=[labels[t] for t in syncs["global_tid"].tolist()],
+            kind=syncs["kind"].astype(str).tolist(),
+            exposed_start_ns=_ints(syncs["exposed_start_ns"]),
+            rebuild_ns=_ints(syncs["rebuild_ns"]),
+            exposed_idle_ns=_ints(syncs["exposed_idle_ns"]),
+            where=[where(f, n) for f, n in zip(syncs["file"].tolist(), syncs["line"].tolist())],
+            function=syncs["function"].astype(str).tolist(),
+        ),
+        lead=TimelineLead(
+            t_ns=_ints(lead["t"]),
+            lead_ns=_ints(lead["lead_ns"]),
+            thread=[labels[t] for t in lead["global_tid"].tolist()],
+        ),
+    )
+
+
+def as_report(source: Report | Analysis) -> Report:
+    """Renderers take a report; given an analysis, they build its report first."""
+    return source if isinstance(source, Report) else build_report(source)
+
+
+def report_to_dict(report: Report) -> dict[str, Any]:
+    return asdict(report)
+
+
+def render_json(source: Report | Analysis) -> str:
+    return json.dumps(report_to_dict(as_report(source)), indent=2, allow_nan=False) + "\n"
+
+
+def read_report(path: Path) -> Report:
+    """A result that ``nsync analyze --json`` wrote. Anything else is a one-line error: a missing file or a
+    folder a :class:`UsageError`, the rest a :class:`TraceError`."""
+    if path.is_dir():
+        raise UsageError(f"{path}: is a folder, not a saved result (nsync analyze --json writes one)")
+    if not path.is_file():
+        raise UsageError(f"{path}: no such file")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise TraceError(f"{path}: not an nsync result (not JSON: {error})") from None
+    schema = data.get("schema") if isinstance(data, dict) else None
+    if schema != SCHEMA:
+        newer = isinstance(schema, str) and schema.startswith("nsync.analysis/")
+        raise TraceError(
+            f"{path}: "
+            + (f"written by a newer nsync ({schema}; this one reads {SCHEMA})" if newer else "not an nsync result")
+            + " (nsync analyze --json writes one)"
+        )
+    try:
+        return _typed(Report, data, "")
+    except ValueError as error:
+        raise TraceError(f"{path}: not an nsync result: {error}") from None
+
+
+def _typed(kind: Any, value: Any, where: str) -> Any:
+    """``value`` (parsed JSON) as ``kind``: dataclasses field by field, lists item by item, checked."""
+    origin, args = typing.get_origin(kind), typing.get_args(kind)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        (kind,) = [a for a in args if a is not type(None)]
+        return _typed(kind, value, where)
+    if dataclasses.is_dataclass(kind):
+        if not isinstance(value, dict):
+            raise ValueError(f"{where or 'the result'}: expected an object")
+        hints = typing.get_type_hints(kind)
+        values = {}
+        for item in dataclasses.fields(kind):
+            name = f"{where}.{item.name}" if where else item.name
+            if item.name in value:
+                values[item.name] = _typed(hints[item.name], value[item.name], name)
+            elif item.default is dataclasses.MISSING and item.default_factory is dataclasses.MISSING:
+                raise ValueError(f"{name} is missing")
+        return typing.cast(Any, kind)(**values)
+    if origin in (list, tuple):
+        if not isinstance(value, list):
+            raise ValueError(f"{where}: expected a list")
+        if origin is tuple:
+            return tuple(_typed(a, v, f"{where}[{i}]") for i, (a, v) in enumerate(zip(args, value)))
+        return [_typed(args[0], v, f"{where}[{i}]") for i, v in enumerate(value)]
+    if kind is float and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    if kind in (int, str, bool) and type(value) is kind:
+        return value
+    raise ValueError(f"{where}: expected {getattr(kind, '__name__', kind)}, found {type(value).__name__}")
