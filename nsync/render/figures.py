@@ -35,7 +35,7 @@ def _lane_bars(
     fig: go.Figure,
     lanes: list[str] | pd.Series,
     starts: pd.Series,
-    ends: pd.Series,
+    durations: pd.Series,
     t0: int,
     name: str,
     marker: dict[str, object],
@@ -47,7 +47,7 @@ def _lane_bars(
         go.Bar(
             y=lanes,
             base=(starts - t0) / MS,
-            x=(ends - starts) / MS,
+            x=durations / MS,
             orientation="h",
             name=name,
             marker=marker,
@@ -67,13 +67,14 @@ class _Excerpt:
         a, b = window or (timeline.start_ns, timeline.end_ns)
         self.start_ns = a
 
-        def inside(columns: Any, start: str = "start_ns", end: str = "end_ns") -> pd.DataFrame:
-            frame = pd.DataFrame(asdict(columns))
-            return frame.loc[(frame[end] > a) & (frame[start] < b)] if window else frame
+        def inside(columns: Any, end: str = "end_ns", **derived: list[int]) -> pd.DataFrame:
+            frame = pd.DataFrame({**asdict(columns), "duration_ns": columns.duration_ns, **derived})
+            return frame.loc[(frame[end] > a) & (frame["start_ns"] < b)] if window else frame
 
         self.ops = inside(timeline.ops)
         self.calls = inside(timeline.calls)
-        self.syncs = inside(timeline.syncs, end="rebuild_ns")
+        syncs = timeline.syncs
+        self.syncs = inside(syncs, end="rebuild_ns", exposed_window_ns=syncs.exposed_window_ns)
         lead = pd.DataFrame(asdict(timeline.lead))
         self.lead = lead.loc[(lead["t_ns"] >= a) & (lead["t_ns"] <= b)] if window else lead
 
@@ -130,14 +131,12 @@ def _gpu_lanes(fig: go.Figure, excerpt: _Excerpt, t0: int) -> list[str]:
     ops = excerpt.ops
     for op in [op for op in OP_COLOURS if op in set(ops["op"])]:  # in the loader's order of kinds
         group = ops.loc[ops["op"] == op]
-        hover = [
-            f"{n}<br>{(e - s) / 1e3:.1f} µs" for n, s, e in zip(_esc(group["name"]), group["start_ns"], group["end_ns"])
-        ]
+        hover = [f"{n}<br>{length / 1e3:.1f} µs" for n, length in zip(_esc(group["name"]), group["duration_ns"])]
         _lane_bars(
             fig,
             group["lane"],
             group["start_ns"],
-            group["end_ns"],
+            group["duration_ns"],
             t0,
             str(op),
             {"color": OP_COLOURS.get(str(op), "#888")},
@@ -149,29 +148,38 @@ def _gpu_lanes(fig: go.Figure, excerpt: _Excerpt, t0: int) -> list[str]:
 
 def _host_lanes(fig: go.Figure, excerpt: _Excerpt, t0: int) -> list[str]:
     calls = excerpt.calls.assign(lane=[_host_lane(t) for t in excerpt.calls["thread"]])
-    hover = [
-        f"{a}<br>{(e - s) / 1e3:.1f} µs" for a, s, e in zip(_esc(calls["api"]), calls["start_ns"], calls["end_ns"])
-    ]
+    hover = [f"{a}<br>{length / 1e3:.1f} µs" for a, length in zip(_esc(calls["api"]), calls["duration_ns"])]
     _lane_bars(
-        fig, calls["lane"], calls["start_ns"], calls["end_ns"], t0, "CUDA API call", {"color": CALL_COLOUR}, hover, 0.5
+        fig,
+        calls["lane"],
+        calls["start_ns"],
+        calls["duration_ns"],
+        t0,
+        "CUDA API call",
+        {"color": CALL_COLOUR},
+        hover,
+        0.5,
     )
     syncs = excerpt.syncs
     if len(syncs):
         lanes = [_host_lane(t) for t in syncs["thread"]]
         hover = [
             f"sync ({html.escape(str(k))}) at {html.escape(w)} "
-            f"{html.escape(str(fn))}<br>wait {(e - s) / MS:.3f} ms, exposed idle {x / MS:.3f} ms"
-            for k, w, fn, s, e, x in zip(
-                syncs["kind"],
-                syncs["where"],
-                syncs["function"],
-                syncs["start_ns"],
-                syncs["end_ns"],
-                syncs["exposed_idle_ns"],
+            f"{html.escape(str(fn))}<br>wait {wait / MS:.3f} ms, exposed idle {x / MS:.3f} ms"
+            for k, w, fn, wait, x in zip(
+                syncs["kind"], syncs["where"], syncs["function"], syncs["duration_ns"], syncs["exposed_idle_ns"]
             )
         ]
         _lane_bars(
-            fig, lanes, syncs["start_ns"], syncs["end_ns"], t0, "sync (host waits)", {"color": SYNC_COLOUR}, hover, 0.7
+            fig,
+            lanes,
+            syncs["start_ns"],
+            syncs["duration_ns"],
+            t0,
+            "sync (host waits)",
+            {"color": SYNC_COLOUR},
+            hover,
+            0.7,
         )
     return sorted(set(calls["lane"]))
 
@@ -192,7 +200,7 @@ def _exposed_windows(fig: go.Figure, excerpt: _Excerpt, t0: int) -> None:
         fig,
         ["GPU idle after syncs"] * len(syncs),
         syncs["exposed_start_ns"],
-        syncs["rebuild_ns"],
+        syncs["exposed_window_ns"],
         t0,
         "exposed idle window",
         {"color": EXPOSED_COLOUR, "opacity": 0.6},

@@ -241,8 +241,19 @@ class PerStep:
     exposed_idle_ns: list[int]
 
 
+class Intervals:
+    """Columns of intervals (start_ns, end_ns)."""
+
+    start_ns: list[int]
+    end_ns: list[int]
+
+    @property
+    def duration_ns(self) -> list[int]:
+        return [end - start for start, end in zip(self.start_ns, self.end_ns)]
+
+
 @dataclass(frozen=True)
-class TimelineOps:
+class TimelineOps(Intervals):
     start_ns: list[int]
     end_ns: list[int]
     lane: list[str]  # "GPU 0 · stream 7"
@@ -251,7 +262,7 @@ class TimelineOps:
 
 
 @dataclass(frozen=True)
-class TimelineCalls:
+class TimelineCalls(Intervals):
     start_ns: list[int]
     end_ns: list[int]
     thread: list[str]  # "MainThread (4242)"
@@ -259,7 +270,7 @@ class TimelineCalls:
 
 
 @dataclass(frozen=True)
-class TimelineSyncs:
+class TimelineSyncs(Intervals):
     start_ns: list[int]
     end_ns: list[int]
     thread: list[str]
@@ -269,6 +280,10 @@ class TimelineSyncs:
     exposed_idle_ns: list[int]
     where: list[str]  # "file.py:12"
     function: list[str]
+
+    @property
+    def exposed_window_ns(self) -> list[int]:
+        return [end - start for start, end in zip(self.exposed_start_ns, self.rebuild_ns)]
 
 
 @dataclass(frozen=True)
