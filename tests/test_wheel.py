@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -98,6 +99,11 @@ def test_installed_analyze_writes_html_markdown_and_json(installed: Path, elsewh
     assert "`w_print.py:19`" in (elsewhere / "r.md").read_text()
     page = (elsewhere / "r.html").read_text()
     assert 'id="ranking"' in page and "w_print.py" in page
+    again = nsync(installed, elsewhere, "analyze", "--from", "r.json", "--html", "again.html")
+    assert again.returncode == 0, again.stderr
+    assert again.stdout == result.stdout
+    generated = re.compile(r" on \d{4}-\d\d-\d\d \d\d:\d\d UTC\.")
+    assert generated.sub("", (elsewhere / "again.html").read_text()) == generated.sub("", page)
 
 
 @needs_chromium
