@@ -45,3 +45,4 @@ clean:
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_fixtures.py
 	$(BIN)/python -m benchmarks.bench_scale
+	$(BIN)/python -m benchmarks.bench_ranks

@@ -402,6 +402,55 @@ def profile_command(
 
 
 @app.command(
+    "ranks",
+    epilog="Examples:\n\n  nsync ranks run/   # a folder of per-rank exports (rank0.sqlite, rank1.sqlite...)\n\n"
+    "  nsync ranks rank0.sqlite rank1.sqlite --json ranks.json\n\n"
+    "  nsync ranks run/ --scheduler tcp://10.0.0.5:8786   # on an existing Dask cluster",
+)
+@reported
+def ranks_command(
+    exports: Annotated[
+        list[Path],
+        typer.Argument(
+            help="The ranks' SQLite exports (.sqlite or .sqlite.xz), or folders of them: one export per rank "
+            "(nsys profile -o run/rank%q{RANK})",
+            show_default=False,
+        ),
+    ],
+    json_path: JsonOption = None,
+    top: TopOption = 10,
+    step_range: StepRangeOption = None,
+    max_memory: MaxMemoryOption = None,
+    scheduler: Annotated[
+        str | None,
+        typer.Option(help="Address of a Dask scheduler to run on (default: a local cluster).", metavar="ADDRESS"),
+    ] = None,
+    workers: Annotated[
+        int | None, typer.Option(min=1, help="Worker processes of the local cluster (default: one per core).")
+    ] = None,
+) -> None:
+    """Line the ranks of a data-parallel run up on their collectives: the rank that reaches them last, and the
+    sync that makes it late, by the delay it adds to every rank."""
+    from nsync.ranks import analyze_ranks
+    from nsync.render.ranks import ranks_summary, render_ranks_json
+
+    outputs = Outputs(json=json_path)
+    outputs.check()
+    config = AnalysisConfig(
+        step_range=step_range, max_memory_bytes=None if max_memory is None else parse_size(max_memory)
+    )
+    with err.status("starting Dask", spinner="dots") as status:
+        report = analyze_ranks(exports, config, scheduler, workers, progress=lambda msg: status.update(msg))
+    report = dataclasses.replace(report, warnings=[in_flags(w) for w in report.warnings])
+    writers: dict[str, Writer] = {"--json": lambda path: write_text(path, render_ranks_json(report))}
+    complete = _finish(
+        outputs, writers, lambda: render_ranks_json(report), lambda width: ranks_summary(report, top, width)
+    )
+    if not complete:
+        raise typer.Exit(1)
+
+
+@app.command(
     "diff",
     epilog="Examples:\n\n  nsync diff main.sqlite pr.sqlite\n\n"
     "  nsync diff main.sqlite pr.sqlite --html diff.html --markdown diff.md --fail-on-regression 5",

@@ -41,10 +41,10 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     venv = folder / "venv"
     if UV:  # the same resolution as pip's, in seconds rather than a minute
         subprocess.run([UV, "venv", "-q", "--python", sys.executable, str(venv)], check=True, timeout=120)
-        install = [UV, "pip", "install", "-q", "--python", str(venv / "bin" / "python"), str(wheel)]
+        install = [UV, "pip", "install", "-q", "--python", str(venv / "bin" / "python"), f"{wheel}[dask]"]
     else:
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
-        install = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", str(wheel)]
+        install = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", f"{wheel}[dask]"]
     subprocess.run(install, check=True, capture_output=True, timeout=600)
     return venv / "bin"
 
@@ -158,3 +158,13 @@ def test_installed_version_and_a_help_that_loads_no_pandas(installed: Path, else
     assert imports.returncode == 0 and "Usage" in imports.stdout
     loaded = {line.rsplit("|", 1)[-1].strip() for line in imports.stderr.splitlines()}
     assert "nsync.cli" in loaded and not {"pandas", "numpy", "plotly", "pyarrow"} & loaded
+
+
+def test_installed_ranks_run_on_dask(installed: Path, elsewhere: Path) -> None:
+    from tests.test_ranks import rank_export
+
+    rank_export(elsewhere / "rank0.sqlite", 0, late_us=0, other_late_us=300)
+    rank_export(elsewhere / "rank1.sqlite", 1, late_us=300, other_late_us=0)
+    done = nsync(installed, elsewhere, "ranks", ".", "--workers", "2", "--json", "ranks.json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads((elsewhere / "ranks.json").read_text())["stragglers"][0]["where"] == "train.py:42"

@@ -1,0 +1,133 @@
+"""Ranks lined up on their collectives: synthetic two-rank runs whose straggler, lateness and clock offset are
+known by construction, analysed as a user would (nsync ranks, on a local Dask cluster) and through the API."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from nsync import AnalysisConfig
+from nsync.ranks import rank_paths, rank_result, ranks_report
+from tests.test_cli import assert_one_line_error, run
+from tests.tracebuilder import DEVICE, DTOH, PINNED, TraceBuilder
+
+STEP_US = 5000
+STEPS = 12  # the first is warm-up: 11 analysed
+ALLREDUCE = "ncclDevKernel_AllReduce_Sum_f32_RING_LL"
+
+
+def arrival_us(late_us: float) -> float:
+    """When a rank's all-reduce starts in a step (from the step's start): its second kernel's end."""
+    return 2010 if late_us == 0 else 1013 + late_us + 1005
+
+
+def rank_export(path: Path, rank: int, late_us: float, other_late_us: float, clock_us: float = 0) -> Path:
+    """A step: forward (1 ms), then, on a late rank, ``.item()`` (a 4-byte copy and a stream sync at
+    train.py:42) and ``late_us`` of Python before the backward (1 ms); then the all-reduce, which ends on
+    both ranks 50 µs after the later one arrives. ``clock_us``: this export's clock origin."""
+    b = TraceBuilder(pid=100 + rank)
+    b.thread_name(1, "MainThread")
+    for step in range(STEPS):
+        t = clock_us + step * STEP_US
+        b.nvtx_range(1, "step", t, t + STEP_US)
+        b.kernel(1, t, t + 10, t + 1010, name="forward")
+        if late_us:
+            b.memcpy(1, "cudaMemcpyAsync_v3020", t + 20, t + 25, t + 1010, t + 1012, DTOH, DEVICE, PINNED)
+            sync = b.stream_sync(1, t + 26, t + 1013)
+            b.python_stack(1, sync, [("train_step", "/home/u/train.py", 42)])
+            resume = t + 1013 + late_us
+            b.kernel(1, resume, resume + 5, resume + 1005, name="backward")
+        else:
+            b.kernel(1, t + 20, t + 1010, t + 2010, name="backward")
+        end = t + max(arrival_us(late_us), arrival_us(other_late_us)) + 50
+        b.kernel(1, t + 30 if not late_us else t + 1013 + late_us + 10, t + arrival_us(late_us), end,
+                 stream=13, name=ALLREDUCE)  # fmt: skip
+    return b.write(path)
+
+
+@pytest.fixture
+def late_pair(tmp_path: Path) -> Path:
+    """Rank 1 is 300 µs late at every all-reduce; its export counts from 7 s later than rank 0's."""
+    folder = tmp_path / "run"
+    folder.mkdir()
+    rank_export(folder / "rank0.sqlite", 0, late_us=0, other_late_us=300)
+    rank_export(folder / "rank1.sqlite", 1, late_us=300, other_late_us=0, clock_us=7e6)
+    return folder
+
+
+def test_the_late_rank_and_its_sync_are_named_with_the_delay_they_add(late_pair: Path) -> None:
+    results = [rank_result(rank, str(path), AnalysisConfig()) for rank, path in rank_paths([late_pair])]
+    report = ranks_report(results, AnalysisConfig())
+    assert report.collectives == STEPS
+    assert report.clock_offsets_ms[0] == 0 and report.clock_offsets_ms[1] == pytest.approx(-7000, abs=1e-3)
+    late_ms = (arrival_us(300) - arrival_us(0)) / 1e3  # 0.308 ms at each all-reduce, one a step
+    assert report.held_ms_per_step == pytest.approx(late_ms, abs=1e-6)
+    rank0, rank1 = report.ranks
+    assert (rank0.last_at, rank1.last_at) == (0, STEPS - 1)
+    assert rank1.lateness_ms_per_step == pytest.approx(late_ms, abs=1e-6)
+    (top,) = report.stragglers
+    assert (top.rank, top.where, top.function, top.collectives_delayed) == (1, "train.py:42", "train_step", STEPS - 1)
+    # the GPU idles from the copy's end (1012 µs) to the backward's start (1318 µs): 306 of the 308 µs late
+    assert top.delay_ms_per_step == pytest.approx(0.306, abs=0.002)
+    assert report.worth_fixing and report.verdict.startswith("rank 1's sync at train.py:42 holds every rank's")
+
+
+def test_ranks_that_arrive_together_have_nothing_to_fix(tmp_path: Path) -> None:
+    paths = [rank_export(tmp_path / f"rank{r}.sqlite", r, 0, 0, clock_us=r * 3e6) for r in (0, 1)]
+    report = ranks_report([rank_result(r, str(p), AnalysisConfig()) for r, p in enumerate(paths)], AnalysisConfig())
+    assert report.held_ms_per_step == 0 and report.stragglers == []
+    assert not report.worth_fixing and "no rank's sync costs the others enough to fix" in report.verdict
+
+
+def test_ranks_that_ran_different_collectives_are_paired_in_order_with_a_warning(tmp_path: Path) -> None:
+    rank_export(tmp_path / "rank0.sqlite", 0, 0, 300)
+    b = TraceBuilder(pid=101)
+    b.kernel(1, 0, 10, 1010, name="forward")
+    b.kernel(1, 20, 1010, 1100, stream=13, name=ALLREDUCE)
+    b.write(tmp_path / "rank1.sqlite")
+    results = [rank_result(r, str(p), AnalysisConfig()) for r, p in rank_paths([tmp_path])]
+    report = ranks_report(results, AnalysisConfig())
+    assert report.collectives == 1
+    assert report.warnings[0].startswith(f"the ranks ran different numbers of collectives ({STEPS}, 1)")
+
+
+def test_ranks_without_collectives_say_so(tmp_path: Path) -> None:
+    paths = []
+    for rank in (0, 1):
+        b = TraceBuilder(pid=100 + rank)
+        b.kernel(1, 0, 10, 1010, name="forward")
+        paths.append(b.write(tmp_path / f"rank{rank}.sqlite"))
+    report = ranks_report([rank_result(r, str(p), AnalysisConfig()) for r, p in enumerate(paths)], AnalysisConfig())
+    assert report.collectives == 0 and report.stragglers == [] and not report.worth_fixing
+    assert "no collective kernels (NCCL) in these traces" in report.warnings[0]
+
+
+def test_nsync_ranks_runs_on_a_local_dask_cluster(late_pair: Path) -> None:
+    done = run("ranks", late_pair, "--json", "-", "--workers", "2")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["schema"] == "nsync.ranks/1"
+    assert [r["rank"] for r in data["ranks"]] == [0, 1]
+    assert data["stragglers"][0]["where"] == "train.py:42"
+    summary = run("ranks", late_pair / "rank1.sqlite", late_pair / "rank0.sqlite", "--workers", "1")
+    assert summary.returncode == 0, summary.stderr
+    assert "verdict: rank 1's sync at train.py:42" in summary.stdout
+
+
+def test_bad_rank_inputs_are_one_line(tmp_path: Path, late_pair: Path) -> None:
+    assert_one_line_error(run("ranks", late_pair / "rank0.sqlite"), 2, "1 rank export found")
+    assert_one_line_error(run("ranks", tmp_path / "nowhere"), 2, "no such file or folder")
+    (tmp_path / "rank9.sqlite").write_text("not a database")
+    done = run("ranks", late_pair / "rank0.sqlite", tmp_path / "rank9.sqlite", "--workers", "1")
+    assert_one_line_error(done, 1, "rank9.sqlite")
+
+
+def test_without_dask_the_command_says_what_to_install(late_pair: Path) -> None:
+    import subprocess
+    import sys
+
+    blocked = "import sys; sys.modules['distributed'] = None; from nsync.cli import run; sys.exit(run(sys.argv[1:]))"
+    done = subprocess.run([sys.executable, "-c", blocked, "ranks", str(late_pair)], capture_output=True, text=True)
+    assert_one_line_error(done, 1, "analysing ranks runs on Dask: pip install 'nsync[dask]'")
