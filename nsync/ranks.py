@@ -25,7 +25,7 @@ from nsync.analysis import analyze
 from nsync.config import AnalysisConfig
 from nsync.detect import is_relevant_api
 from nsync.errors import NsyncError, UsageError
-from nsync.load import load_trace
+from nsync.load import Trace, load_trace, split_processes
 from nsync.load.budget import SAFETY, available_memory_bytes
 from nsync.render.model import Report, build_report, where
 
@@ -44,11 +44,19 @@ class RankResult:
     syncs: pd.DataFrame  # start, exposed_idle_ns, where, issued_at, function: the syncs of the analysed steps
 
 
-def rank_result(rank: int, path: str, config: AnalysisConfig) -> RankResult:
-    """One rank's analysis (on a worker)."""
-    trace = load_trace(
+def _load(path: str, config: AnalysisConfig) -> Trace:
+    return load_trace(
         path, keep_api=is_relevant_api, window_s=config.window_s, max_memory_bytes=config.max_memory_bytes
     )
+
+
+def rank_result(rank: int, path: str, config: AnalysisConfig) -> RankResult:
+    """One rank's analysis, from its own export (on a worker)."""
+    return rank_result_of(rank, path, _load(path, config), config)
+
+
+def rank_result_of(rank: int, label: str, trace: Trace, config: AnalysisConfig) -> RankResult:
+    """One rank's analysis, from its trace (``label``: where it came from)."""
     ops = trace.gpu_ops
     is_collective = (ops["op"] == "kernel") & ops["name"].astype(str).str.match(COLLECTIVE_KERNEL)
     collectives = ops.loc[is_collective.to_numpy(), ["start", "end", "name"]].astype({"name": str})
@@ -62,7 +70,7 @@ def rank_result(rank: int, path: str, config: AnalysisConfig) -> RankResult:
     ] if len(syncs) else []  # fmt: skip
     return RankResult(
         rank=rank,
-        path=path,
+        path=label,
         report=replace(build_report(analysis), timeline=None),  # what only an HTML report draws: 0.3 MB a rank
         collectives=collectives.sort_values("start", kind="stable").reset_index(drop=True),
         syncs=pd.DataFrame(
@@ -270,9 +278,9 @@ def rank_paths(paths: Sequence[Path]) -> list[tuple[int, Path]]:
             files.append(path)
         else:
             raise UsageError(f"{path}: no such file or folder")
-    if len(files) < 2:
+    if not files:
         raise UsageError(
-            f"{len(files)} rank export{'s' if len(files) != 1 else ''} found: nsync ranks needs two or more"
+            "no rank exports (.sqlite, .sqlite.xz) found: nsync ranks needs one export of every rank, or one each"
         )
 
     def key(path: Path) -> list[object]:
@@ -283,6 +291,23 @@ def rank_paths(paths: Sequence[Path]) -> list[tuple[int, Path]]:
     if all(numbers) and len({int(m.group(1)) for m in numbers if m}) == len(files):
         return [(int(m.group(1)), p) for m, p in zip(numbers, files) if m]
     return list(enumerate(files))
+
+
+def _ranks_of_one_export(path: Path, config: AnalysisConfig, say: Callable[[str], None]) -> list[RankResult]:
+    """The ranks of an export that holds them all, one per process with GPU work, in process id order; they
+    are analysed here, one after the other (the export is read once)."""
+    say(f"loading {path.name}")
+    processes = split_processes(_load(str(path), config))
+    if len(processes) < 2:
+        raise UsageError(
+            f"{path}: {len(processes)} process with GPU work: nsync ranks needs two or more ranks (one export "
+            "holding them all, or one export each)"
+        )
+    results = []
+    for rank, (pid, trace) in enumerate(processes.items()):
+        say(f"analysing rank {rank} of {len(processes)} (process {pid})")
+        results.append(rank_result_of(rank, f"{path} (process {pid})", trace, config))
+    return results
 
 
 def analyze_ranks(
@@ -297,6 +322,8 @@ def analyze_ranks(
     config = config or AnalysisConfig()
     say = progress or (lambda _m: None)
     ranked = rank_paths(paths)
+    if len(ranked) == 1:  # one export holding every rank: each of its processes is one
+        return ranks_report(_ranks_of_one_export(ranked[0][1], config, say), config)
     try:
         from distributed import Client, LocalCluster, as_completed
     except ModuleNotFoundError:

@@ -23,27 +23,31 @@ def arrival_us(late_us: float) -> float:
     return 2010 if late_us == 0 else 1013 + late_us + 1005
 
 
-def rank_export(path: Path, rank: int, late_us: float, other_late_us: float, clock_us: float = 0) -> Path:
+def add_rank(b: TraceBuilder, pid: int, late_us: float, other_late_us: float, clock_us: float = 0) -> None:
     """A step: forward (1 ms), then, on a late rank, ``.item()`` (a 4-byte copy and a stream sync at
     train.py:42) and ``late_us`` of Python before the backward (1 ms); then the all-reduce, which ends on
     both ranks 50 µs after the later one arrives. ``clock_us``: this export's clock origin."""
-    b = TraceBuilder(pid=100 + rank)
-    b.thread_name(1, "MainThread")
+    b.thread_name(1, "MainThread", pid=pid)
     for step in range(STEPS):
         t = clock_us + step * STEP_US
-        b.nvtx_range(1, "step", t, t + STEP_US)
-        b.kernel(1, t, t + 10, t + 1010, name="forward")
+        b.nvtx_range(1, "step", t, t + STEP_US, pid=pid)
+        b.kernel(1, t, t + 10, t + 1010, name="forward", pid=pid)
         if late_us:
-            b.memcpy(1, "cudaMemcpyAsync_v3020", t + 20, t + 25, t + 1010, t + 1012, DTOH, DEVICE, PINNED)
-            sync = b.stream_sync(1, t + 26, t + 1013)
-            b.python_stack(1, sync, [("train_step", "/home/u/train.py", 42)])
+            b.memcpy(1, "cudaMemcpyAsync_v3020", t + 20, t + 25, t + 1010, t + 1012, DTOH, DEVICE, PINNED, pid=pid)
+            sync = b.stream_sync(1, t + 26, t + 1013, pid=pid)
+            b.python_stack(1, sync, [("train_step", "/home/u/train.py", 42)], pid=pid)
             resume = t + 1013 + late_us
-            b.kernel(1, resume, resume + 5, resume + 1005, name="backward")
+            b.kernel(1, resume, resume + 5, resume + 1005, name="backward", pid=pid)
         else:
-            b.kernel(1, t + 20, t + 1010, t + 2010, name="backward")
+            b.kernel(1, t + 20, t + 1010, t + 2010, name="backward", pid=pid)
         end = t + max(arrival_us(late_us), arrival_us(other_late_us)) + 50
         b.kernel(1, t + 30 if not late_us else t + 1013 + late_us + 10, t + arrival_us(late_us), end,
-                 stream=13, name=ALLREDUCE)  # fmt: skip
+                 stream=13, name=ALLREDUCE, pid=pid)  # fmt: skip
+
+
+def rank_export(path: Path, rank: int, late_us: float, other_late_us: float, clock_us: float = 0) -> Path:
+    b = TraceBuilder(pid=100 + rank)
+    add_rank(b, 100 + rank, late_us, other_late_us, clock_us)
     return b.write(path)
 
 
@@ -72,6 +76,21 @@ def test_the_late_rank_and_its_sync_are_named_with_the_delay_they_add(late_pair:
     # the GPU idles from the copy's end (1012 µs) to the backward's start (1318 µs): 306 of the 308 µs late
     assert top.delay_ms_per_step == pytest.approx(0.306, abs=0.002)
     assert report.worth_fixing and report.verdict.startswith("rank 1's sync at train.py:42 holds every rank's")
+
+
+def test_one_export_holding_both_ranks_gives_the_same_answer(tmp_path: Path) -> None:
+    b = TraceBuilder(pid=100)
+    add_rank(b, 100, late_us=0, other_late_us=300)
+    add_rank(b, 101, late_us=300, other_late_us=0)
+    done = run("ranks", b.write(tmp_path / "all.sqlite"), "--json", "-")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert [r["path"].rsplit(" ", 1)[-1] for r in data["ranks"]] == ["100)", "101)"]  # "(process 100)"
+    assert data["clock_offsets_ms"] == [0, 0]  # one capture, one clock
+    assert data["held_ms_per_step"] == pytest.approx((arrival_us(300) - arrival_us(0)) / 1e3, abs=1e-6)
+    (top,) = data["stragglers"]
+    assert (top["rank"], top["where"]) == (1, "train.py:42")
+    assert top["delay_ms_per_step"] == pytest.approx(0.306, abs=0.002)
 
 
 def test_ranks_that_arrive_together_have_nothing_to_fix(tmp_path: Path) -> None:
@@ -117,7 +136,7 @@ def test_nsync_ranks_runs_on_a_local_dask_cluster(late_pair: Path) -> None:
 
 
 def test_bad_rank_inputs_are_one_line(tmp_path: Path, late_pair: Path) -> None:
-    assert_one_line_error(run("ranks", late_pair / "rank0.sqlite"), 2, "1 rank export found")
+    assert_one_line_error(run("ranks", late_pair / "rank0.sqlite"), 2, "1 process with GPU work")
     assert_one_line_error(run("ranks", tmp_path / "nowhere"), 2, "no such file or folder")
     (tmp_path / "rank9.sqlite").write_text("not a database")
     done = run("ranks", late_pair / "rank0.sqlite", tmp_path / "rank9.sqlite", "--workers", "1")
@@ -131,3 +150,17 @@ def test_without_dask_the_command_says_what_to_install(late_pair: Path) -> None:
     blocked = "import sys; sys.modules['distributed'] = None; from nsync.cli import run; sys.exit(run(sys.argv[1:]))"
     done = subprocess.run([sys.executable, "-c", blocked, "ranks", str(late_pair)], capture_output=True, text=True)
     assert_one_line_error(done, 1, "analysing ranks runs on Dask: pip install 'nsync[dask]'")
+
+
+def test_splitting_an_export_by_process_keeps_every_row_once(tmp_path: Path) -> None:
+    from nsync.load import load_trace, split_processes
+
+    b = TraceBuilder(pid=100)
+    add_rank(b, 100, late_us=0, other_late_us=300)
+    add_rank(b, 101, late_us=300, other_late_us=0)
+    whole = load_trace(b.write(tmp_path / "all.sqlite"))
+    parts = split_processes(whole)
+    assert list(parts) == [100, 101]
+    for table in ("api", "gpu_ops", "sync_activity", "nvtx_ranges", "threads"):
+        assert sum(len(getattr(part, table)) for part in parts.values()) == len(getattr(whole, table)), table
+    assert len(parts[100].sync_activity) == 0 and len(parts[101].sync_activity) == STEPS  # rank 1's syncs

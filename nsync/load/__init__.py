@@ -23,7 +23,7 @@ from nsync.load.db import ExportDb, open_export, require_file
 from nsync.load.model import PYTHON_FRAMES_NSYS, CallsiteSource, Frame, Stack, StackTable, Trace
 from nsync.load.readers import thread_labels
 
-__all__ = ["CallsiteSource", "Frame", "Stack", "StackTable", "Trace", "load_trace", "thread_labels"]
+__all__ = ["CallsiteSource", "Frame", "Stack", "StackTable", "Trace", "load_trace", "split_processes", "thread_labels"]
 
 Progress = Callable[[str], None]
 
@@ -122,6 +122,27 @@ def _load(db: ExportDb, say: Progress, keep_api: Callable[[str], bool] | None, w
     trace.warnings.extend(check_tables_agree(db, api, gpu_ops, launched_op))
     trace.warnings.extend(_frame_warnings(db, trace, frameless))
     return trace
+
+
+def split_processes(trace: Trace) -> dict[int, Trace]:
+    """One trace per process that ran GPU work, by its OS process id, in that order (a capture of
+    ``torchrun`` holds every rank): each keeps its own calls, GPU ops, syncs, ranges, samples and threads, and
+    shares the strings, stacks, GPUs and metadata."""
+    pids = sorted(int(pid) for pid in pd.unique(trace.gpu_ops["global_pid"]))
+
+    def of(frame: pd.DataFrame, pid: int) -> pd.DataFrame:
+        column = frame["global_pid"] if "global_pid" in frame else readers.global_pid(frame["global_tid"].to_numpy())
+        return frame.loc[np.asarray(column) == pid].reset_index(drop=True)
+
+    tables = ("api", "gpu_ops", "gpu_busy_extra", "sync_activity", "cuda_events", "nvtx_ranges", "py_samples")
+    return {
+        readers.os_pid(pid): replace(
+            trace,
+            **{name: of(getattr(trace, name), pid) for name in (*tables, "threads")},
+            warnings=list(trace.warnings),
+        )
+        for pid in pids
+    }
 
 
 def _attach_backtraces(api: pd.DataFrame, twins: dict[str, np.ndarray], marks: pd.DataFrame) -> pd.DataFrame:

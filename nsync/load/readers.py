@@ -34,6 +34,11 @@ def global_pid(global_tid: np.ndarray) -> np.ndarray:
     return gt - (gt & PID_MASK)
 
 
+def os_pid(global_pid: int) -> int:
+    """The operating system's process id in an nsys process id."""
+    return (global_pid >> 24) & PID_MASK
+
+
 def thread_labels(global_tids: list[int], threads: pd.DataFrame) -> dict[int, str]:
     """``MainThread (4242)`` (the thread's name and OS id), or ``thread 4242`` when it has no name."""
     names = dict(zip(threads["global_tid"].tolist(), threads["name"].astype(str).tolist()))
