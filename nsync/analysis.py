@@ -132,6 +132,12 @@ def analyze(
     callsites = rank_callsites(in_window, stacks, steps.count)
     say("replaying what-if")
     warnings = list(trace.warnings)
+    processes = len(pd.unique(ops["global_pid"]))
+    if processes > 1:
+        warnings.append(
+            f"{processes} processes ran GPU work in this trace: their figures are pooled here (the ranks of a "
+            "data-parallel run: nsync ranks lines them up on their collectives)"
+        )
     calibrated_step_ns = None
     if calibration is not None and steps.count:
         calibrated_step_ns = calibration.step_ns(steps.source, steps.warmup)

@@ -84,6 +84,8 @@ def test_one_export_holding_both_ranks_gives_the_same_answer(tmp_path: Path) -> 
     add_rank(b, 101, late_us=300, other_late_us=0)
     done = run("ranks", b.write(tmp_path / "all.sqlite"), "--json", "-")
     assert done.returncode == 0, done.stderr
+    pooled = run("analyze", tmp_path / "all.sqlite")
+    assert "2 processes ran GPU work in this trace: their figures are pooled" in pooled.stdout
     data = json.loads(done.stdout)
     assert [r["path"].rsplit(" ", 1)[-1] for r in data["ranks"]] == ["100)", "101)"]  # "(process 100)"
     assert data["clock_offsets_ms"] == [0, 0]  # one capture, one clock
