@@ -346,6 +346,14 @@ def profile_command(
             "predictions are fitted to its own unprofiled speed (costs one more run of the program)."
         ),
     ] = True,
+    cpus: Annotated[
+        str | None,
+        typer.Option(
+            help="Run the calibration run and the capture on these CPUs only (e.g. 2-5): both then run at the same "
+            "host speed, which calibrated predictions need on a shared machine.",
+            metavar="LIST",
+        ),
+    ] = None,
     nsys_arg: Annotated[
         list[str] | None, typer.Option(help="Extra flag for 'nsys profile' (repeatable).", metavar="FLAG")
     ] = None,
@@ -387,7 +395,9 @@ def profile_command(
     def release(_stage: str) -> None:  # between the analysis's stages: see progress()
         release_freed_memory()
 
-    result = profile(command, options, config, nsys_path, say=say, progress=release, calibrate=calibrate)
+    result = profile(
+        command, options, config, nsys_path, say=say, progress=release, calibrate=calibrate, cpus=parse_cpus(cpus)
+    )
     err.print(f"nsync: wrote {result.sqlite}" + (f" and {result.report}" if result.report else ""), markup=False)
     outputs = Outputs(json_path, html_path or out_dir / f"{options.name}.html", markdown_path, db_path)
     report = nsync.build_report(result.analysis)
@@ -657,6 +667,37 @@ def parse_window(text: str | None) -> tuple[float, float | None] | None:
     if not sep or not 0 <= start < (float("inf") if end is None else end):
         raise UsageError(f"--window {text!r}: expected START:END in seconds, with START < END (e.g. 10:20)")
     return start, end
+
+
+def parse_cpus(text: str | None) -> frozenset[int] | None:
+    """``--cpus 2-5,8`` -> {2, 3, 4, 5, 8}: CPUs this process may run on."""
+    if text is None:
+        return None
+    try:
+        cpus = set()
+        for part in text.split(","):
+            first, _, last = part.strip().partition("-")
+            cpus |= set(range(int(first), int(last or first) + 1))
+    except ValueError:
+        raise UsageError(f"--cpus {text!r}: expected CPU numbers and ranges such as 2-5 or 0,2,4") from None
+    allowed = os.sched_getaffinity(0)
+    if not cpus or not cpus <= allowed:
+        raise UsageError(
+            f"--cpus {text!r}: this process may run on CPUs {_ranges(sorted(allowed))} only"
+            + (f" (not {_ranges(sorted(cpus - allowed))})" if cpus else "")
+        )
+    return frozenset(cpus)
+
+
+def _ranges(numbers: list[int]) -> str:
+    """[0, 1, 2, 5] -> '0-2,5'."""
+    runs: list[list[int]] = []
+    for n in numbers:
+        if runs and n == runs[-1][-1] + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    return ",".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs)
 
 
 def parse_size(text: str) -> int:

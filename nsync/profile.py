@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,6 +64,20 @@ def prepare_output(out_dir: Path) -> None:
         raise UsageError(f"output folder is not writable: {out_dir}")
 
 
+@contextmanager
+def pinned(cpus: frozenset[int] | None) -> Iterator[None]:
+    """This process (and what it starts meanwhile) on ``cpus`` only; as before afterwards."""
+    if not cpus:
+        yield
+        return
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, cpus)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)
+
+
 def profile(
     command: Sequence[str],
     options: CaptureOptions,
@@ -71,30 +86,35 @@ def profile(
     say: Say | None = None,
     progress: Callable[[str], None] | None = None,
     calibrate: bool = True,
+    cpus: frozenset[int] | None = None,
 ) -> ProfileResult:
     """Capture ``command`` under nsys, export the report to SQLite and analyse it. With ``calibrate``, the
-    program is first run once without the profiler to time its steps (nsync.calibration).
+    program is first run once without the profiler to time its steps (nsync.calibration). ``cpus``: the CPUs
+    both runs are pinned to (the same host speed for both; fixtures/h200/README.md measures what it buys).
 
     The program's exit code is returned, not raised: what was captured is analysed either way.
     """
     tell = say or (lambda _m: None)
     nsys = find_nsys(nsys_path)
     prepare_output(options.out_dir)
-    calibration = None
-    target = beside(options.base.with_suffix(".sqlite"))
-    target.unlink(missing_ok=True)  # a calibration left from an earlier capture must not pass for this one's
-    if calibrate:
-        tell(
-            "calibration run: the program once without the profiler, to time its own steps "
-            "(profile(calibrate=False) skips it)"
-        )
-        calibration = run_calibration(command, target, tell)
-        if calibration is not None:
-            timed = ", ".join(f"{k} ({len(v) + 1} times)" for k, v in calibration.intervals_ns.items())
-            tell(f"calibration: timed {timed} in {calibration.wall_s:.1f} s; wrote {target}")
-    tell(f"capturing with nsys {nsys.version_str} ({nsys.path})")
-    captured = run_capture(nsys, command, options, tell)
-    assert captured.report is not None
+    if cpus:
+        tell(f"running the program on CPUs {', '.join(map(str, sorted(cpus)))}")
+    with pinned(cpus):
+        calibration = None
+        target = beside(options.base.with_suffix(".sqlite"))
+        target.unlink(missing_ok=True)  # a calibration left from an earlier capture must not pass for this one's
+        if calibrate:
+            tell(
+                "calibration run: the program once without the profiler, to time its own steps "
+                "(profile(calibrate=False) skips it)"
+            )
+            calibration = run_calibration(command, target, tell)
+            if calibration is not None:
+                timed = ", ".join(f"{k} ({len(v) + 1} times)" for k, v in calibration.intervals_ns.items())
+                tell(f"calibration: timed {timed} in {calibration.wall_s:.1f} s; wrote {target}")
+        tell(f"capturing with nsys {nsys.version_str} ({nsys.path})")
+        captured = run_capture(nsys, command, options, tell)
+        assert captured.report is not None
     tell(f"exporting {captured.report.name} to SQLite")
     sqlite = export_sqlite(nsys, captured.report, tell)
     report: Path | None = captured.report

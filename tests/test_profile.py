@@ -250,3 +250,28 @@ def test_profile_runs_the_program_once_unprofiled_first_and_writes_its_calibrati
     data = json.loads(written.read_text())
     assert data["schema"] == "nsync.calibration/1" and data["command"][1:] == [str(script)]
     assert data["intervals_ns"]["nvtx:step N"] == [2_500_000, 3_000_000, 2_500_000, 3_000_000]
+
+
+@needs_nsys
+def test_cpus_pins_the_calibration_run_and_the_capture_to_the_same_cpus(tmp_path):
+    """The program writes the CPUs it may run on, once in each run; nsync itself is as before afterwards."""
+    seen = tmp_path / "seen.txt"
+    script = tmp_path / "where.py"
+    script.write_text(
+        "import os, sys, time\n"
+        "open(sys.argv[1], 'a').write(','.join(map(str, sorted(os.sched_getaffinity(0)))) + '\\n')\n"
+        "time.sleep(0.5)\n"
+    )
+    done = nsync_profile(tmp_path, "--no-cpu-sampling", "--cpus", "0", "-o", "out", str(script), str(seen))
+    assert done.returncode == 0, done.stderr
+    assert "nsync: running the program on CPUs 0" in done.stderr
+    assert seen.read_text().splitlines() == ["0", "0"]  # the calibration run, then the capture
+
+
+def test_cpus_that_this_process_cannot_use_are_a_usage_error(tmp_path, echo):
+    from tests.test_cli import assert_one_line_error
+
+    allowed = sorted(os.sched_getaffinity(0))
+    assert_one_line_error(nsync_profile(tmp_path, "--cpus", "two", str(echo)), 2, "expected CPU numbers and ranges")
+    beyond = str(max(allowed) + 1)
+    assert_one_line_error(nsync_profile(tmp_path, "--cpus", beyond, str(echo)), 2, f"(not {beyond})")
