@@ -58,31 +58,38 @@ def rank_result(rank: int, path: str, config: AnalysisConfig) -> RankResult:
 def rank_result_of(rank: int, label: str, trace: Trace, config: AnalysisConfig) -> RankResult:
     """One rank's analysis, from its trace (``label``: where it came from)."""
     ops = trace.gpu_ops
-    is_collective = (ops["op"] == "kernel") & ops["name"].astype(str).str.match(COLLECTIVE_KERNEL)
-    collectives = ops.loc[is_collective.to_numpy(), ["start", "end", "name"]].astype({"name": str})
+    names = ops["name"].cat  # each distinct kernel name tested once
+    collective_names = [code for code, name in enumerate(names.categories) if COLLECTIVE_KERNEL.match(str(name))]
+    is_collective = np.isin(names.codes.to_numpy(), collective_names)
+    collectives = ops.loc[is_collective, ["start", "end", "name"]].astype({"name": str})
     analysis = analyze(trace, config)
-    syncs = analysis.syncs
-    sites = [
-        (where(f, n), "" if (sf, sn) == (f, n) else where(sf, sn), fn)
-        for f, n, sf, sn, fn in zip(
-            *(syncs[c].tolist() for c in ("file", "line", "sync_file", "sync_line", "function"))
-        )
-    ] if len(syncs) else []  # fmt: skip
     return RankResult(
         rank=rank,
         path=label,
         report=replace(build_report(analysis), timeline=None),  # what only an HTML report draws: 0.3 MB a rank
         collectives=collectives.sort_values("start", kind="stable").reset_index(drop=True),
-        syncs=pd.DataFrame(
-            {
-                "start": syncs["start"].to_numpy(np.int64) if len(syncs) else np.zeros(0, np.int64),
-                "exposed_idle_ns": syncs["exposed_idle_ns"].to_numpy(np.int64) if len(syncs) else np.zeros(0, np.int64),
-                "where": [s[0] for s in sites],
-                "issued_at": [s[1] for s in sites],
-                "function": [s[2] for s in sites],
-            }
-        ),
+        syncs=_named_syncs(analysis.syncs),
     )
+
+
+def _named_syncs(syncs: pd.DataFrame) -> pd.DataFrame:
+    """start, exposed_idle_ns, where, issued_at and function of each sync (named once per call site)."""
+    if syncs.empty:
+        numbers = ("start", "exposed_idle_ns")
+        columns = (*numbers, "where", "issued_at", "function")
+        return pd.DataFrame({c: pd.Series(dtype=np.int64 if c in numbers else object) for c in columns})
+    sites = syncs.drop_duplicates("site_id").set_index("site_id")
+    frames = list(zip(sites["file"], sites["line"], sites["sync_file"], sites["sync_line"]))
+    named = pd.DataFrame(
+        {
+            "where": [where(f, n) for f, n, _sf, _sn in frames],
+            "issued_at": ["" if (sf, sn) == (f, n) else where(sf, sn) for f, n, sf, sn in frames],
+            "function": sites["function"].astype(str).to_numpy(),
+        },
+        index=sites.index,
+    )
+    timed = syncs[["start", "exposed_idle_ns"]].reset_index(drop=True)
+    return pd.concat([timed, named.loc[syncs["site_id"].to_numpy()].reset_index(drop=True)], axis=1)
 
 
 @dataclass(frozen=True)
