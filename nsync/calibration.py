@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from nsync.errors import TraceError
+from nsync.jsonfile import read_versioned
 from nsync.nsys import inject
 
 SCHEMA = "nsync.calibration/1"
@@ -116,25 +117,8 @@ def write_calibration(calibration: Calibration, target: Path) -> None:
 
 
 def read_calibration(path: Path) -> Calibration:
-    """A calibration file, checked: a one-line :class:`TraceError` for anything else."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError as err:
-        raise TraceError(f"calibration file not found: {path}") from err
-    except (OSError, UnicodeDecodeError) as err:
-        raise TraceError(f"cannot read calibration file {path}: {err}") from err
-    try:
-        data: Any = json.loads(text)
-    except ValueError as err:
-        raise TraceError(f"{path} is not an nsync calibration file (not JSON: {err})") from err
-    schema = data.get("schema") if isinstance(data, dict) else None
-    if schema != SCHEMA:
-        newer = isinstance(schema, str) and schema.startswith("nsync.calibration/")
-        raise TraceError(
-            f"{path} is a calibration of another version ({schema}); this nsync reads {SCHEMA}"
-            if newer
-            else f"{path} is not an nsync calibration file (schema {schema!r}, expected {SCHEMA})"
-        )
+    """A calibration file, checked: a one-line error for anything else (nsync.jsonfile)."""
+    data = read_versioned(path, SCHEMA, "an nsync calibration file")
     command = data.get("command")
     return Calibration(
         path=path,

@@ -131,9 +131,9 @@ def test_the_calibration_lies_beside_the_trace_whatever_its_suffix():
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("not json", "is not an nsync calibration file (not JSON"),
-        ('{"schema": "something/1"}', "is not an nsync calibration file (schema 'something/1'"),
-        ('{"schema": "nsync.calibration/9"}', "is a calibration of another version (nsync.calibration/9)"),
+        ("not json", ": not an nsync calibration file (not JSON"),
+        ('{"schema": "something/1"}', ": not an nsync calibration file (schema 'something/1'"),
+        ('{"schema": "nsync.calibration/9"}', ": an nsync calibration file of another version (nsync.calibration/9)"),
         ('{"schema": "nsync.calibration/1", "intervals_ns": {"marks": [1, -5]}}', "are not a list of positive"),
         ('{"schema": "nsync.calibration/1", "intervals_ns": {"marks": [true]}}', "are not a list of positive"),
         ('{"schema": "nsync.calibration/1"}', "no intervals_ns table"),

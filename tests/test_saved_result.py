@@ -84,7 +84,7 @@ def _edited(saved, tmp_path: Path, edit) -> Path:
 @pytest.mark.parametrize(
     ("edit", "code", "fragment"),
     [
-        (lambda d: d.update(schema="nsync.analysis/2"), 1, "written by a newer nsync (nsync.analysis/2"),
+        (lambda d: d.update(schema="nsync.analysis/2"), 1, "of another version (nsync.analysis/2)"),
         (lambda d: d.update(schema="nsync.diff/1"), 1, "not an nsync result"),
         (lambda d: d.pop("totals"), 1, "totals is missing"),
         (lambda d: d["totals"].update(sync_count="many"), 1, "totals.sync_count: expected int, found str"),

@@ -21,7 +21,8 @@ import numpy as np
 import pandas as pd
 
 from nsync.config import AnalysisConfig
-from nsync.errors import TraceError, UsageError
+from nsync.errors import TraceError
+from nsync.jsonfile import read_versioned
 
 if TYPE_CHECKING:
     from nsync.analysis import Analysis
@@ -585,24 +586,8 @@ def render_json(source: Report | Analysis) -> str:
 
 
 def read_report(path: Path) -> Report:
-    """A result that ``nsync analyze --json`` wrote. Anything else is a one-line error: a missing file or a
-    folder a :class:`UsageError`, the rest a :class:`TraceError`."""
-    if path.is_dir():
-        raise UsageError(f"{path}: is a folder, not a saved result (nsync analyze --json writes one)")
-    if not path.is_file():
-        raise UsageError(f"{path}: no such file")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise TraceError(f"{path}: not an nsync result (not JSON: {error})") from None
-    schema = data.get("schema") if isinstance(data, dict) else None
-    if schema != SCHEMA:
-        newer = isinstance(schema, str) and schema.startswith("nsync.analysis/")
-        raise TraceError(
-            f"{path}: "
-            + (f"written by a newer nsync ({schema}; this one reads {SCHEMA})" if newer else "not an nsync result")
-            + " (nsync analyze --json writes one)"
-        )
+    """A result that ``nsync analyze --json`` wrote. Anything else is a one-line error (nsync.jsonfile)."""
+    data = read_versioned(path, SCHEMA, "an nsync result")
     try:
         return _typed(Report, data, "")
     except ValueError as error:
