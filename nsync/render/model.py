@@ -50,6 +50,11 @@ def _less(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None else a - b
 
 
+def threshold_pct(config: AnalysisConfig) -> float:
+    """The saving, as a share of the step, from which a sync is worth fixing."""
+    return round(100 * config.worth_fixing_share, 2)
+
+
 def where(file: str, line: int | None) -> str:
     """``file.py:12``: the file's name and the line."""
     return f"{str(file).rsplit('/', 1)[-1]}:{line}"
@@ -347,8 +352,7 @@ class Report:
 
     @property
     def threshold_pct(self) -> float:
-        """The saving, as a share of the step, from which a sync is worth fixing."""
-        return round(100 * self.config.worth_fixing_share, 2)
+        return threshold_pct(self.config)
 
     def step_ms_if_fixed(self, site: CallSite) -> float | None:
         """The predicted unprofiled step with ``site``'s syncs fixed."""
@@ -440,7 +444,7 @@ def _verdict(analysis: Analysis) -> VerdictFacts | None:
         share_pct=round(100 * verdict.share, 2),
         site=verdict.site,
         all_syncs_together=verdict.together,
-        threshold_pct=round(100 * analysis.config.worth_fixing_share, 2),
+        threshold_pct=threshold_pct(analysis.config),
     )
 
 
