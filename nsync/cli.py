@@ -450,7 +450,7 @@ def ranks_command(
         step_range=step_range, max_memory_bytes=None if max_memory is None else parse_size(max_memory)
     )
     with err.status("starting Dask", spinner="dots") as status:
-        report = analyze_ranks(exports, config, scheduler, workers, progress=lambda msg: status.update(msg))
+        report = analyze_ranks(exports, config, scheduler, workers, progress=progress(status))
     report = dataclasses.replace(report, warnings=[in_flags(w) for w in report.warnings])
     writers: dict[str, Writer] = {"--json": lambda path: write_text(path, render_ranks_json(report))}
     complete = _finish(

@@ -27,7 +27,7 @@ from nsync.detect import is_relevant_api
 from nsync.errors import NsyncError, UsageError
 from nsync.load import Trace, load_trace, split_processes
 from nsync.load.budget import SAFETY, available_memory_bytes
-from nsync.render.model import Report, build_report, where
+from nsync.render.model import Report, build_report, ns_to_ms, where
 
 COLLECTIVE_KERNEL = re.compile(r"^nccl", re.IGNORECASE)  # ncclDevKernel_AllReduce_Sum_f32_RING_LL, ncclKernel_...
 EXPORT_SUFFIXES = (".sqlite", ".sqlite.xz")
@@ -120,8 +120,7 @@ def line_up(results: Sequence[RankResult]) -> tuple[Collectives, list[str]]:
     arrival = starts + offset[:, None]
     ordered = np.sort(arrival, axis=0)
     lateness = ordered[-1] - ordered[-2] if len(results) >= 2 else np.zeros(shared, np.int64)
-    last = np.argmax(arrival, axis=0) if shared else np.zeros(0, np.int64)
-    return Collectives(offset, arrival, ends[0] if shared else np.zeros(0, np.int64), last, lateness), warnings
+    return Collectives(offset, arrival, ends[0], np.argmax(arrival, axis=0), lateness), warnings
 
 
 def delays(results: Sequence[RankResult], lined: Collectives) -> pd.DataFrame:
@@ -203,13 +202,9 @@ def ranks_report(results: Sequence[RankResult], config: AnalysisConfig) -> Ranks
     if not lined.end_ns.size:
         warnings.append("no collective kernels (NCCL) in these traces: the ranks cannot be lined up")
     per_sync = delays(results, lined)
-    per_sync = per_sync.loc[in_steps[per_sync["collective"].to_numpy()]] if len(per_sync) else per_sync
+    per_sync = per_sync.loc[in_steps[per_sync["collective"].to_numpy()]]
     keys = ["rank", "where", "issued_at", "function"]
-    table = (
-        per_sync.groupby(keys, sort=False).agg(collectives=("collective", "nunique"), delay_ns=("delay_ns", "sum"))
-        if len(per_sync)
-        else pd.DataFrame(columns=["collectives", "delay_ns"])
-    )
+    table = per_sync.groupby(keys, sort=False).agg(collectives=("collective", "nunique"), delay_ns=("delay_ns", "sum"))
     table = table.loc[table["delay_ns"] > 0].sort_values("delay_ns", ascending=False).reset_index()
     stragglers = [
         Straggler(
@@ -218,11 +213,11 @@ def ranks_report(results: Sequence[RankResult], config: AnalysisConfig) -> Ranks
             issued_at=str(row["issued_at"]),
             function=str(row["function"]),
             collectives_delayed=int(row["collectives"]),
-            delay_ms_per_step=round(float(row["delay_ns"]) / steps / 1e6, 6),
+            delay_ms_per_step=ns_to_ms(row["delay_ns"] / steps) or 0.0,
         )
         for row in table.to_dict("records")
     ]
-    held = float(lined.lateness_ns[in_steps].sum()) / steps / 1e6
+    held_ms = ns_to_ms(lined.lateness_ns[in_steps].sum() / steps) or 0.0
     ranks = []
     for index, result in enumerate(results):
         late = in_steps & (lined.last_rank == index)
@@ -236,17 +231,17 @@ def ranks_report(results: Sequence[RankResult], config: AnalysisConfig) -> Ranks
                 gpu_idle_ms_per_step=report.gpu_idle_ms_per_step,
                 collectives=len(result.collectives),
                 last_at=int(late.sum()),
-                lateness_ms_per_step=round(float(lined.lateness_ns[late].sum()) / steps / 1e6, 6),
+                lateness_ms_per_step=ns_to_ms(lined.lateness_ns[late].sum() / steps) or 0.0,
             )
         )
     step_ms = first.steps.median_ms
-    verdict, worth = _verdict(stragglers, held, step_ms, config)
+    verdict, worth = _verdict(stragglers, held_ms, step_ms, config)
     return RanksReport(
         schema=SCHEMA,
         ranks=ranks,
         collectives=int(lined.end_ns.size),
-        clock_offsets_ms=[round(float(o) / 1e6, 6) for o in lined.offset_ns],
-        held_ms_per_step=round(held, 6),
+        clock_offsets_ms=[ns_to_ms(o) or 0.0 for o in lined.offset_ns],
+        held_ms_per_step=held_ms,
         stragglers=stragglers,
         verdict=verdict,
         worth_fixing=worth,

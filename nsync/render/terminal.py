@@ -9,8 +9,7 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from nsync.render.model import CallSite as Site
-from nsync.render.model import OnceSite, Phase, Report, as_report
+from nsync.render.model import CallSite, OnceSite, Phase, Report, as_report
 
 if TYPE_CHECKING:
     from nsync.analysis import Analysis
@@ -130,7 +129,7 @@ def _columns(per_step: bool, library_frames: bool) -> list[tuple[str, str, str]]
     ]
 
 
-def _cells(rank: int, site: Site, per_step: bool) -> dict[str, str]:
+def _cells(rank: int, site: CallSite, per_step: bool) -> dict[str, str]:
     return {
         "rank": str(rank),
         "where": site.where,
@@ -146,7 +145,7 @@ def _cells(rank: int, site: Site, per_step: bool) -> dict[str, str]:
     }
 
 
-def _table(report: Report, sites: list[Site], per_step: bool, width: int) -> Table:
+def _table(report: Report, sites: list[CallSite], per_step: bool, width: int) -> Table:
     rows = [_cells(rank, site, per_step) for rank, site in enumerate(sites, 1)]
     return fitted_table(_columns(per_step, report.library_frames(sites)), rows, width)
 
