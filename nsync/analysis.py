@@ -23,6 +23,7 @@ from nsync.load import Trace, load_trace
 from nsync.phases import PHASE_COLUMNS, PHASE_SITE_COLUMNS, phase_intervals, phase_table
 from nsync.replay import WhatIf, what_if
 from nsync.steps import Steps, empty_steps_table, find_steps, gpu_step_times, launched_in_steps
+from nsync.waiting import result
 
 SCHEMA = "nsync.analysis/1"
 # one row per analysed step
@@ -114,8 +115,8 @@ def analyze(
         kernel_time_job = beside.submit(_kernel_time, ops)
         gpu_step_job = beside.submit(lambda: _gpu_step_times(steps_job.result(), ops))
         syncs = detect_syncs(trace, ops)
-        steps, kernel_time_ns = steps_job.result(), kernel_time_job.result()
-        gpu_step_ns = gpu_step_job.result()
+        steps, kernel_time_ns = result(steps_job), result(kernel_time_job)
+        gpu_step_ns = result(gpu_step_job)
     say("measuring GPU busy time")
     busy = device_busy(trace, ops)
     say("following each thread's lead")

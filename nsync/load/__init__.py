@@ -22,6 +22,7 @@ from nsync.load.checks import check_columns, check_metadata, check_tables_agree
 from nsync.load.db import ExportDb, open_export, require_file
 from nsync.load.model import PYTHON_FRAMES_NSYS, CallsiteSource, Frame, Stack, StackTable, Trace
 from nsync.load.readers import thread_labels
+from nsync.waiting import result
 
 __all__ = ["CallsiteSource", "Frame", "Stack", "StackTable", "Trace", "load_trace", "split_processes", "thread_labels"]
 
@@ -102,8 +103,8 @@ def _load(db: ExportDb, say: Progress, keep_api: Callable[[str], bool] | None, w
             "span_ns": readers.read_span(db),
             "capture": db.capture_meta(),
         }
-        api = _attach_backtraces(api_job.result(), twins_job.result(), marks)
-        gpu_ops, launched_op = ops_job.result()
+        api = _attach_backtraces(result(api_job), result(twins_job), marks)
+        gpu_ops, launched_op = result(ops_job)
     needing_callchains = api.loc[(api["py_stack_id"] < 0) & (api["callchain_id"] >= 0), "callchain_id"]
     trace = Trace(
         path=db.path,
