@@ -139,16 +139,16 @@ def analyze(
             f"{processes} processes ran GPU work in this trace: their figures are pooled here (the ranks of a "
             "data-parallel run: nsync ranks lines them up on their collectives)"
         )
-    calibrated_step_ns = None
+    calibrated_steps_ns = None
     if calibration is not None and steps.count:
-        calibrated_step_ns = calibration.step_ns(steps.source, steps.warmup)
-        if calibrated_step_ns is None:
+        calibrated_steps_ns = calibration.steps_ns(steps.source, steps.warmup)
+        if calibrated_steps_ns is None:
             warnings.append(
                 f"calibration {calibration.path}: no unprofiled timings for steps of {steps.source} "
                 "(the calibration run timed " + (", ".join(calibration.intervals_ns) or "nothing") + "): "
                 "predictions are uncalibrated"
             )
-    replayed = what_if(ops, syncs, steps, callsites, config.host_scale, calibrated_step_ns)
+    replayed = what_if(ops, syncs, steps, callsites, config.host_scale, calibrated_steps_ns)
     predicted = None if isinstance(replayed, str) else replayed
     if isinstance(replayed, str):  # why it was skipped
         warnings.append(replayed)

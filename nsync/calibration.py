@@ -43,15 +43,15 @@ class Calibration:
     exit_code: int = 0
     wall_s: float = 0.0
 
-    def step_ns(self, source: str, warmup: int) -> float | None:
-        """The median unprofiled step for steps of ``source`` after ``warmup`` of them; None when not timed.
+    def steps_ns(self, source: str, warmup: int) -> np.ndarray | None:
+        """The unprofiled steps of ``source`` after ``warmup`` of them; None when not timed.
 
         The intervals run from one step's start to the next, so interval k is step k: the first
         ``warmup`` are left out as the analysis leaves out its warm-up steps."""
         intervals = self.intervals_ns.get(source)
         if intervals is None or len(intervals) <= warmup:
             return None
-        return float(np.median(intervals[warmup:]))
+        return intervals[warmup:]
 
 
 def beside(trace: Path) -> Path:

@@ -2,8 +2,10 @@
 
 Runs are aligned by step (per-step figures); without steps on both sides nothing per step can be compared
 and the verdict is ``inconclusive``, with the reason. When both runs are calibrated (nsync profile), the
-verdict is taken on their predicted unprofiled step times: the profiler can hide a regression (a loop it
-makes host-bound in both runs) that the program's own speed shows. ``step_ms["verdict_basis"]`` says which.
+verdict is taken on their predicted unprofiled step times, against the noise of the calibration runs they
+are fitted to: the profiler can hide a regression (a loop it makes host-bound in both runs) that the
+program's own speed shows, and its own slow-down varies from one capture to the next by more than the steps
+of one capture do. ``step_ms["verdict_basis"]`` says which.
 """
 
 from __future__ import annotations
@@ -122,19 +124,23 @@ def diff(baseline: Analysis, candidate: Analysis, noise_floor_pct: float = NOISE
         if not reasons and delta_pct is not None:
             verdict = _verdict(delta_pct, noise)
     step["verdict_basis"] = "profiled"
-    predicted = [a.what_if for a in (baseline, candidate)]
-    if predicted[0] is not None and predicted[1] is not None and step["noise_pct"] is not None:
-        b, c = predicted[0].unprofiled_step_ns / 1e6, predicted[1].unprofiled_step_ns / 1e6
+    base_if, cand_if = baseline.what_if, candidate.what_if
+    if base_if is not None and cand_if is not None and step["noise_pct"] is not None:
+        b, c = base_if.unprofiled_step_ns / 1e6, cand_if.unprofiled_step_ns / 1e6
         unprofiled_pct = 100 * (c - b) / b if b > 0 else None
-        calibrated = predicted[0].calibrated and predicted[1].calibrated
+        calibrated = base_if.calibrated and cand_if.calibrated
         step.update(
             unprofiled_baseline=round(b, 6),
             unprofiled_candidate=round(c, 6),
             unprofiled_delta_pct=None if unprofiled_pct is None else round(unprofiled_pct, 3),
             unprofiled_calibrated=calibrated,
+            unprofiled_noise_pct=None,
         )
         if calibrated and unprofiled_pct is not None and not reasons:
-            verdict = _verdict(unprofiled_pct, float(step["noise_pct"]))
+            runs = (w.calibrated_steps_ns for w in (base_if, cand_if) if w.calibrated_steps_ns is not None)
+            unprofiled_noise = max(noise_floor_pct, *(noise_pct(steps) for steps in runs))
+            step["unprofiled_noise_pct"] = round(unprofiled_noise, 3)
+            verdict = _verdict(unprofiled_pct, unprofiled_noise)
             step["verdict_basis"] = "unprofiled (calibrated)"
     return Diff(
         baseline=baseline,

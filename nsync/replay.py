@@ -254,12 +254,17 @@ class WhatIf:
     host_scale: float  # fitted when calibrated
     replayed_steps: tuple[int, int]  # [first, stop) among the analysed steps
     sites_left_out: int = 0  # call sites not replayed (too many sync-replays)
-    calibrated_step_ns: float | None = None  # the program's own unprofiled step (calibration run), if known
+    calibrated_steps_ns: np.ndarray | None = None  # the program's own unprofiled steps (calibration run), if known
     calibration_note: str = ""  # how the calibration was applied
 
     @property
     def calibrated(self) -> bool:
-        return self.calibrated_step_ns is not None
+        return self.calibrated_steps_ns is not None
+
+    @property
+    def calibrated_step_ns(self) -> float | None:
+        """The program's median unprofiled step, which the host scale was fitted to."""
+        return None if self.calibrated_steps_ns is None else _median(self.calibrated_steps_ns)
 
     @property
     def note(self) -> str:
@@ -329,15 +334,15 @@ def what_if(
     steps: Steps,
     callsites: pd.DataFrame,
     host_scale: float,
-    calibrated_step_ns: float | None = None,
+    calibrated_steps_ns: np.ndarray | None = None,
 ) -> WhatIf | str:
     """Replay each call site of ``callsites`` (its syncs released), and all at once; a reason when skipped.
-    ``syncs``: every detected sync, with ``site_id``. ``calibrated_step_ns``: the program's unprofiled step,
-    which the host scale is then fitted to (``host_scale`` otherwise)."""
+    ``syncs``: every detected sync, with ``site_id``. ``calibrated_steps_ns``: the program's unprofiled steps,
+    whose median the host scale is then fitted to (``host_scale`` otherwise)."""
     if steps.count < 2:
         return "what-if replay needs steps"
     sync_start = syncs["start"].to_numpy(np.int64)
-    fits = FIT_REPLAYS if calibrated_step_ns is not None else 0
+    fits = FIT_REPLAYS if calibrated_steps_ns is not None else 0
     first, stop = replay_span(steps, sync_start, len(callsites) + 3 + fits)
     replayed = steps.analysed.iloc[first:stop]
     window = sync_start[(sync_start >= replayed["start"].iloc[0]) & (sync_start < replayed["end"].iloc[-1])]
@@ -354,8 +359,9 @@ def what_if(
         return _median(step_times_ns(model, replay(model, released, scale)))
 
     note = ""
-    if calibrated_step_ns is not None:
-        host_scale, note = fit_host_scale(lambda scale: predict(none, scale), calibrated_step_ns, host_scale)
+    if calibrated_steps_ns is not None:
+        target_ns = _median(calibrated_steps_ns)
+        host_scale, note = fit_host_scale(lambda scale: predict(none, scale), target_ns, host_scale)
     base = predict(none, host_scale)
     replayed_sites = callsites.sort_values("exposed_idle_ns", ascending=False).head(sites_fit)["site_id"]
     savings = {int(site): base - predict(model.sync_site == site, host_scale) for site in replayed_sites}
@@ -368,6 +374,6 @@ def what_if(
         host_scale=host_scale,
         replayed_steps=(first, stop),
         sites_left_out=len(callsites) - len(savings),
-        calibrated_step_ns=calibrated_step_ns,
+        calibrated_steps_ns=calibrated_steps_ns,
         calibration_note=note,
     )

@@ -78,7 +78,12 @@ def headline(result: Diff) -> str:
             f"{step['basis']} step time under the profiler)"
         )
     if step.get("unprofiled_baseline") is not None:
-        basis = "; the verdict's basis" if step["verdict_basis"] != "profiled" else ""
+        noise = step.get("unprofiled_noise_pct")
+        basis = (
+            f", noise {fixed(noise, 1)} % in the calibration runs; the verdict's basis"  # type: ignore[arg-type]
+            if noise is not None
+            else ""
+        )
         text += (
             f"; predicted without the profiler {fixed(step['unprofiled_baseline'])} → "  # type: ignore[arg-type]
             f"{fixed(step['unprofiled_candidate'])} ms ({fixed(step['unprofiled_delta_pct'], 1, sign=True)} %, "  # type: ignore[arg-type]

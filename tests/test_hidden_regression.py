@@ -1,0 +1,51 @@
+"""A regression the profiler hides (fixtures/h200/README.md, "A regression the profiler hides"): w_hidden's
+`.item()` costs 0.491 ms a step unprofiled (6.280 -> 6.771 ms, +7.8 %, five separate runs a mode, no run of
+one mode in the range of the other). Two capture pairs with their calibration runs."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import pytest
+
+from nsync import analyze
+from nsync.analysis import Analysis
+from nsync.calibration import beside, read_calibration
+from nsync.diff import diff
+from tests.test_cli import run
+
+HIDDEN = Path(__file__).resolve().parents[1] / "fixtures" / "h200" / "hidden"
+MEASURED_PCT = 100 * (6.771 - 6.280) / 6.280  # the separate runs' medians
+
+
+@functools.cache
+def capture(pair: str, mode: str) -> Analysis:
+    trace = HIDDEN / pair / f"w_hidden_{mode}.sqlite.xz"
+    return analyze(trace, calibration=read_calibration(beside(trace)))
+
+
+def test_the_profiled_steps_alone_see_no_regression_and_the_calibrated_diff_finds_it():
+    result = diff(capture("2", "healthy"), capture("2", "degraded"))
+    step = result.step_ms
+    assert abs(float(step["delta_pct"])) <= float(step["noise_pct"])  # the profiler hid it: +1.9 %, noise 2 %
+    assert result.verdict == "regression" and step["verdict_basis"] == "unprofiled (calibrated)"
+    assert float(step["unprofiled_delta_pct"]) == pytest.approx(MEASURED_PCT, abs=2.0)  # 7.2 against 7.8
+
+
+def test_a_capture_on_a_slow_moment_turns_the_regression_into_an_improvement_and_the_diff_is_not_fooled():
+    """Pair 1's healthy capture ran while the host was slow: its profiled step is 31 % longer than the
+    degraded one's, beyond the noise within either capture; the calibration runs still rank them right."""
+    result = diff(capture("1", "healthy"), capture("1", "degraded"))
+    step = result.step_ms
+    assert float(step["delta_pct"]) < -float(step["noise_pct"])
+    assert result.verdict == "regression" and step["verdict_basis"] == "unprofiled (calibrated)"
+    assert float(step["unprofiled_delta_pct"]) > float(step["unprofiled_noise_pct"])
+
+
+def test_the_ci_gate_fails_on_the_hidden_regression():
+    healthy, degraded = (HIDDEN / "2" / f"w_hidden_{mode}.sqlite.xz" for mode in ("healthy", "degraded"))
+    gated = run("diff", healthy, degraded, "--fail-on-regression", "5")
+    assert gated.returncode == 3, gated.stderr
+    assert "verdict: regression" in gated.stdout and "the verdict's basis" in gated.stdout
+    assert run("diff", healthy, degraded, "--fail-on-regression", "10").returncode == 0
