@@ -49,3 +49,15 @@ def test_the_ci_gate_fails_on_the_hidden_regression():
     assert gated.returncode == 3, gated.stderr
     assert "verdict: regression" in gated.stdout and "the verdict's basis" in gated.stdout
     assert run("diff", healthy, degraded, "--fail-on-regression", "10").returncode == 0
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="predicts 0.02 ms where 0.49 was measured: the replay finds the capture host-bound (0.33 with the "
+    "GPU's dispatch gap between queued kernels: fixtures/h200/README.md, 'The replay's missing dispatch gap')",
+)
+def test_the_what_if_prices_the_hidden_item_within_30_percent():
+    what_if = capture("2", "degraded").what_if
+    assert what_if is not None
+    saving_ms = (what_if.unprofiled_step_ns - what_if.without_syncs_step_ns) / 1e6
+    assert saving_ms == pytest.approx(6.771 - 6.280, rel=0.30)
