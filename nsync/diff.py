@@ -124,6 +124,7 @@ def diff(baseline: Analysis, candidate: Analysis, noise_floor_pct: float = NOISE
         if not reasons and delta_pct is not None:
             verdict = _verdict(delta_pct, noise)
     step["verdict_basis"] = "profiled"
+    step["profiled_verdict"] = verdict  # what the profiled steps alone say, whichever basis the verdict takes
     base_if, cand_if = baseline.what_if, candidate.what_if
     if base_if is not None and cand_if is not None and step["noise_pct"] is not None:
         b, c = base_if.unprofiled_step_ns / 1e6, cand_if.unprofiled_step_ns / 1e6

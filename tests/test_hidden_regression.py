@@ -13,6 +13,7 @@ from nsync import analyze
 from nsync.analysis import Analysis
 from nsync.calibration import beside, read_calibration
 from nsync.diff import diff
+from nsync.render.diff import headline
 from tests.test_cli import run
 
 HIDDEN = Path(__file__).resolve().parents[1] / "fixtures" / "h200" / "hidden"
@@ -31,6 +32,8 @@ def test_the_profiled_steps_alone_see_no_regression_and_the_calibrated_diff_find
     assert abs(float(step["delta_pct"])) <= float(step["noise_pct"])  # the profiler hid it: +1.9 %, noise 2 %
     assert result.verdict == "regression" and step["verdict_basis"] == "unprofiled (calibrated)"
     assert float(step["unprofiled_delta_pct"]) == pytest.approx(MEASURED_PCT, abs=2.0)  # 7.2 against 7.8
+    assert step["profiled_verdict"] == "no-change"
+    assert headline(result).endswith("the verdict's basis); under the profiler alone: no-change")
 
 
 def test_a_capture_on_a_slow_moment_turns_the_regression_into_an_improvement_and_the_diff_is_not_fooled():
@@ -41,6 +44,7 @@ def test_a_capture_on_a_slow_moment_turns_the_regression_into_an_improvement_and
     assert float(step["delta_pct"]) < -float(step["noise_pct"])
     assert result.verdict == "regression" and step["verdict_basis"] == "unprofiled (calibrated)"
     assert float(step["unprofiled_delta_pct"]) > float(step["unprofiled_noise_pct"])
+    assert step["profiled_verdict"] == "improvement"
 
 
 def test_the_ci_gate_fails_on_the_hidden_regression():

@@ -89,6 +89,8 @@ def headline(result: Diff) -> str:
             f"{fixed(step['unprofiled_candidate'])} ms ({fixed(step['unprofiled_delta_pct'], 1, sign=True)} %, "  # type: ignore[arg-type]
             f"{'calibrated' if step['unprofiled_calibrated'] else 'uncalibrated'}{basis})"
         )
+    if step["verdict_basis"] != "profiled" and step.get("profiled_verdict") != result.verdict:
+        text += f"; under the profiler alone: {step['profiled_verdict']}"
     return text
 
 
