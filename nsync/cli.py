@@ -490,6 +490,7 @@ def diff_command(
     both were calibrated (nsync profile), the verdict is on their predicted unprofiled step times."""
     from nsync.diff import diff
     from nsync.render.diff import diff_summary, render_diff_json, render_diff_markdown
+    from nsync.render.diff_model import build_diff_report
 
     outputs = Outputs(json=json_path, html=html_path, markdown=markdown_path)
     outputs.check(baseline)
@@ -509,19 +510,20 @@ def diff_command(
             calibration=_calibration(candidate, calibrate),
         )
     result = diff(base, cand)
+    report = build_diff_report(result)
 
     def html(path: Path) -> None:
         from nsync.render.html import render_diff_html
 
-        write_text(path, render_diff_html(result))
+        write_text(path, render_diff_html(report))
 
     writers: dict[str, Writer] = {
         "--html": html,
-        "--markdown": lambda path: write_text(path, render_diff_markdown(result, top)),
-        "--json": lambda path: write_text(path, render_diff_json(result)),
+        "--markdown": lambda path: write_text(path, render_diff_markdown(report, top)),
+        "--json": lambda path: write_text(path, render_diff_json(report)),
     }
     complete = _finish(
-        outputs, writers, lambda: render_diff_json(result), lambda width: diff_summary(result, top, width)
+        outputs, writers, lambda: render_diff_json(report), lambda width: diff_summary(report, top, width)
     )
     if fail_on_regression is not None and result.regressed_beyond(fail_on_regression):
         err.print(

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from nsync.diff import compare_callsites, diff
-from nsync.render.diff import diff_to_dict, render_diff_markdown
+from nsync.render.diff import render_diff_json, render_diff_markdown
 from nsync.render.html import render_diff_html
 from tests.browser import load, needs_chromium
 from tests.tracebuilder import TraceBuilder
@@ -29,7 +29,7 @@ def test_print_regression_is_found_and_the_print_is_added(h200_analysis):
     assert step["baseline"] == pytest.approx(2.83, rel=0.02)
     assert step["candidate"] == pytest.approx(3.52, rel=0.02)
     assert step["delta"] == pytest.approx(3.52 - 2.83, abs=0.07)
-    site = diff_to_dict(result)["callsites"][0]
+    site = json.loads(render_diff_json(result))["callsites"][0]
     assert (Path(site["file"]).name, site["line"], site["function"], site["status"]) == (
         "w_print.py",
         19,

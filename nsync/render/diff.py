@@ -1,18 +1,18 @@
-"""Renderers of a :class:`nsync.diff.Diff`: JSON (``nsync.diff/1``), Markdown and the terminal summary."""
+"""Renderers of a diff's report (nsync.render.diff_model): JSON (``nsync.diff/1``), Markdown and the terminal
+summary."""
 
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from nsync.render.diff_model import DiffReport, as_diff_report, diff_report_to_dict
 from nsync.render.markdown import cell, code_span
-from nsync.render.model import ns_to_ms, where
 from nsync.render.terminal import fitted_table, fixed
 
 if TYPE_CHECKING:
@@ -21,56 +21,13 @@ if TYPE_CHECKING:
 VERDICT_STYLE = {"regression": "bold red", "improvement": "bold green", "no-change": "bold", "inconclusive": "yellow"}
 
 
-def _side(analysis: Any) -> dict[str, Any]:
-    return {
-        "path": analysis.trace_path,
-        "nsys_version": analysis.nsys_version,
-        "program": analysis.program,
-        "gpus": analysis.gpus,
-        "steps": analysis.steps.count,
-        "step_source": analysis.steps.source,
-    }
+def render_diff_json(source: DiffReport | Diff) -> str:
+    return json.dumps(diff_report_to_dict(as_diff_report(source)), indent=2, allow_nan=False) + "\n"
 
 
-def diff_to_dict(result: Diff) -> dict[str, Any]:
-    from nsync.diff import SCHEMA
-
-    sites = [
-        {
-            "file": row["file"],
-            "line": None if math.isnan(row["line_c"]) else int(row["line_c"]),
-            "baseline_line": None if math.isnan(row["line_b"]) else int(row["line_b"]),
-            "function": row["function"],
-            "issued_at": row["issued"] or None,
-            "status": row["status"],
-            "baseline_exposed_idle_ms_per_step": ns_to_ms(row["per_step_ns_b"]),
-            "candidate_exposed_idle_ms_per_step": ns_to_ms(row["per_step_ns_c"]),
-            "delta_ms_per_step": ns_to_ms(row["delta_ns"]),
-        }
-        for row in result.callsites.astype({"line_b": float, "line_c": float}).to_dict("records")
-    ]
-    for site in sites:  # a removed site keeps its baseline line as its line
-        site["line"] = site["line"] if site["line"] is not None else site["baseline_line"]
-    return {
-        "schema": SCHEMA,
-        "verdict": result.verdict,
-        "reasons": result.reasons,
-        "baseline": _side(result.baseline),
-        "candidate": _side(result.candidate),
-        "step_ms": result.step_ms,
-        "gpu_idle_ms_per_step": result.gpu_idle_ms_per_step,
-        "exposed_idle_ms_per_step": result.exposed_idle_ms_per_step,
-        "callsites": sites,
-    }
-
-
-def render_diff_json(result: Diff) -> str:
-    return json.dumps(diff_to_dict(result), indent=2, allow_nan=False) + "\n"
-
-
-def headline(result: Diff) -> str:
-    step = result.step_ms
-    text = f"verdict: {result.verdict}"
+def headline(report: DiffReport) -> str:
+    step = report.step_ms
+    text = f"verdict: {report.verdict}"
     if step["baseline"] is not None:
         text += (
             f"; step {fixed(step['baseline'])} → {fixed(step['candidate'])} ms "  # type: ignore[arg-type]
@@ -89,36 +46,35 @@ def headline(result: Diff) -> str:
             f"{fixed(step['unprofiled_candidate'])} ms ({fixed(step['unprofiled_delta_pct'], 1, sign=True)} %, "  # type: ignore[arg-type]
             f"{'calibrated' if step['unprofiled_calibrated'] else 'uncalibrated'}{basis})"
         )
-    if step["verdict_basis"] != "profiled" and step.get("profiled_verdict") != result.verdict:
+    if step["verdict_basis"] != "profiled" and step.get("profiled_verdict") != report.verdict:
         text += f"; under the profiler alone: {step['profiled_verdict']}"
     return text
 
 
-def render_diff_markdown(result: Diff, top: int = 10) -> str:
-    data = diff_to_dict(result)
+def render_diff_markdown(source: DiffReport | Diff, top: int = 10) -> str:
+    report = as_diff_report(source)
     lines = [
-        f"### nsync diff: {cell(Path(result.baseline.trace_path).name)} → "
-        f"{cell(Path(result.candidate.trace_path).name)}",
+        f"### nsync diff: {cell(Path(report.baseline.path).name)} → {cell(Path(report.candidate.path).name)}",
         "",
-        f"**{cell(headline(result))}**",
+        f"**{cell(headline(report))}**",
         "",
     ]
-    lines += [f"> {cell(reason)}" for reason in result.reasons]
-    exposed = data["exposed_idle_ms_per_step"]
+    lines += [f"> {cell(reason)}" for reason in report.reasons]
+    exposed = report.exposed_idle_ms_per_step
     if exposed["baseline"] is not None:
         lines += [f"Exposed idle after syncs: {fixed(exposed['baseline'])} → {fixed(exposed['candidate'])} ms/step", ""]
-    sites = [s for s in data["callsites"] if s["status"] != "unchanged"][:top]
+    sites = [s for s in report.callsites if s.status != "unchanged"][:top]
     if sites:
         lines += [
             "| call site | function | status | baseline ms/step | candidate ms/step | delta |",
             "|---|---|---|---:|---:|---:|",
         ]
         lines += [
-            f"| {code_span(where(s['file'], s['line']))}"
-            f"{' (issued at ' + code_span(s['issued_at']) + ')' if s['issued_at'] else ''} | {cell(s['function'])} | "
-            f"{s['status']} | "
-            f"{fixed(s['baseline_exposed_idle_ms_per_step'])} | {fixed(s['candidate_exposed_idle_ms_per_step'])} | "
-            f"{fixed(s['delta_ms_per_step'], sign=True)} |"
+            f"| {code_span(s.where)}"
+            f"{' (issued at ' + code_span(s.issued_at) + ')' if s.issued_at else ''} | {cell(s.function)} | "
+            f"{s.status} | "
+            f"{fixed(s.baseline_exposed_idle_ms_per_step)} | {fixed(s.candidate_exposed_idle_ms_per_step)} | "
+            f"{fixed(s.delta_ms_per_step, sign=True)} |"
             for s in sites
         ]
     else:
@@ -126,17 +82,16 @@ def render_diff_markdown(result: Diff, top: int = 10) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def diff_summary(result: Diff, top: int = 10, width: int = 120) -> Group:
-    data = diff_to_dict(result)
+def diff_summary(source: DiffReport | Diff, top: int = 10, width: int = 120) -> Group:
+    report = as_diff_report(source)
     parts: list[Text | Table] = [
-        Text(f"nsync diff {result.baseline.trace_path} → {result.candidate.trace_path}"),
-        Text(headline(result), style=VERDICT_STYLE.get(result.verdict, "")),
+        Text(f"nsync diff {report.baseline.path} → {report.candidate.path}"),
+        Text(headline(report), style=VERDICT_STYLE.get(report.verdict, "")),
     ]
-    parts += [Text(f"inconclusive because {reason}", style="yellow") for reason in result.reasons]
-    library = any(site["issued_at"] for site in data["callsites"][:top])
+    parts += [Text(f"inconclusive because {reason}", style="yellow") for reason in report.reasons]
     columns = [
         ("call site", "where", "left"),
-        *([("issued at", "issued", "left")] if library else []),
+        *([("issued at", "issued", "left")] if report.library_frames(top) else []),
         ("delta\nms/step", "delta", "right"),
         ("status", "status", "left"),
         ("baseline\nms/step", "baseline", "right"),
@@ -145,17 +100,16 @@ def diff_summary(result: Diff, top: int = 10, width: int = 120) -> Group:
     ]
     rows = [
         {
-            "where": where(site["file"], site["line"]),
-            "issued": site["issued_at"] or "",
-            "function": str(site["function"]),
-            "status": site["status"],
-            "baseline": fixed(site["baseline_exposed_idle_ms_per_step"]),
-            "candidate": fixed(site["candidate_exposed_idle_ms_per_step"]),
-            "delta": fixed(site["delta_ms_per_step"], sign=True),
+            "where": site.where,
+            "issued": site.issued_at or "",
+            "function": str(site.function),
+            "status": site.status,
+            "baseline": fixed(site.baseline_exposed_idle_ms_per_step),
+            "candidate": fixed(site.candidate_exposed_idle_ms_per_step),
+            "delta": fixed(site.delta_ms_per_step, sign=True),
         }
-        for site in data["callsites"][:top]
+        for site in report.callsites[:top]
     ]
-    table = fitted_table(columns, rows, width)
-    if data["callsites"]:
-        parts.append(table)
+    if report.callsites:
+        parts.append(fitted_table(columns, rows, width))
     return Group(*parts)

@@ -14,8 +14,9 @@ import plotly.io as pio
 import plotly.offline
 
 from nsync.errors import NsyncError
+from nsync.render.diff_model import DiffReport, as_diff_report
 from nsync.render.figures import steps_figure, timeline_figure
-from nsync.render.model import Report, as_report, build_report, where
+from nsync.render.model import Report, as_report
 from nsync.render.terminal import fixed
 from nsync.version import installed_version
 
@@ -110,34 +111,30 @@ def render_html(source: Report | Analysis, top: int = 50, source_dirs: list[Path
     )
 
 
-def render_diff_html(result: Diff) -> str:
+def render_diff_html(source: DiffReport | Diff) -> str:
     """Headline deltas, the call-site delta table, and one representative step of each run, one above the
     other on the same time scale."""
-    from nsync.render.diff import diff_to_dict, headline
+    from nsync.render.diff import headline
 
-    reports = [build_report(a) for a in (result.baseline, result.candidate)]
-    windows = [r.timeline.median_step_ns if r.timeline else None for r in reports]
-    lengths = [(w[1] - w[0]) / 1e6 for w in windows if w is not None]
-    x_max = max(lengths) if lengths else None
-    data = diff_to_dict(result)
-    for site in data["callsites"]:
-        site["where"] = where(site["file"], site["line"])
+    report = as_diff_report(source)
+    scale_ms = report.timeline_scale_ms
     figures = [
-        _figure_html(timeline_figure(r.timeline, w, x_max) if w else None, f"timeline-{side}")
-        for r, w, side in zip(reports, windows, ("baseline", "candidate"))
+        _figure_html(timeline_figure(t, t.median_step_ns, scale_ms), f"timeline-{name}")
+        if t and t.median_step_ns
+        else ""
+        for t, name in zip(report.timelines, ("baseline", "candidate"))
     ]
     return (
         environment()
         .get_template("diff.html.j2")
         .render(
-            data=data,
-            headline=headline(result),
-            noise_floor_pct=result.noise_floor_pct,
+            data=report,
+            headline=headline(report),
             plotly_js=plotly.offline.get_plotlyjs(),
             baseline_timeline=figures[0],
             candidate_timeline=figures[1],
             version=installed_version(),
             generated=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-            names=[Path(result.baseline.trace_path).name, Path(result.candidate.trace_path).name],
+            names=[Path(report.baseline.path).name, Path(report.candidate.path).name],
         )
     )
