@@ -4,7 +4,7 @@ Markdown, HTML) prints, and, less the two runs' timelines, the JSON (``nsync.dif
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from nsync.render.model import Timeline, build_report, ns_to_ms, where
@@ -92,7 +92,7 @@ def as_diff_report(source: DiffReport | Diff) -> DiffReport:
 
 
 def diff_report_to_dict(report: DiffReport) -> dict[str, Any]:
-    data = asdict(report)
+    data = asdict(replace(report, timelines=(None, None)))  # the timelines are not copied to be dropped
     del data["noise_floor_pct"], data["timelines"]
     return data
 
