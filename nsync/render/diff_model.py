@@ -7,7 +7,7 @@ import math
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from nsync.render.model import Timeline, build_report, ns_to_ms, where
+from nsync.render.model import Timeline, ns_to_ms, timeline_of, where
 
 if TYPE_CHECKING:
     from nsync.analysis import Analysis
@@ -82,7 +82,7 @@ def build_diff_report(result: Diff) -> DiffReport:
         exposed_idle_ms_per_step=dict(result.exposed_idle_ms_per_step),
         callsites=[_site(row) for row in rows],
         noise_floor_pct=result.noise_floor_pct,
-        timelines=(build_report(result.baseline).timeline, build_report(result.candidate).timeline),
+        timelines=(timeline_of(result.baseline), timeline_of(result.candidate)),
     )
 
 

@@ -429,7 +429,7 @@ def build_report(analysis: Analysis) -> Report:
         warnings=list(analysis.warnings),
         config=analysis.config,
         per_step=_per_step(analysis),
-        timeline=None if analysis.timeline is None else _timeline(analysis.timeline, analysis),
+        timeline=timeline_of(analysis),
     )
 
 
@@ -531,6 +531,11 @@ def _per_step(analysis: Analysis) -> PerStep | None:
 
 def _ints(values: pd.Series) -> list[int]:
     return values.to_numpy(np.int64).tolist()
+
+
+def timeline_of(analysis: Analysis) -> Timeline | None:
+    """The report's timeline of ``analysis`` (None without an excerpt), for a diff that needs only that."""
+    return None if analysis.timeline is None else _timeline(analysis.timeline, analysis)
 
 
 def _timeline(excerpt: TimelineExcerpt, analysis: Analysis) -> Timeline:
