@@ -15,11 +15,25 @@ def main() -> None:
     except KeyboardInterrupt:
         sys.stderr.write("nsync: interrupted\n")
         code = 130
+    except Exception as error:  # a Ctrl-C inside a class's creation reaches here wrapped (Python 3.11)
+        if not _caused_by_interrupt(error):
+            raise
+        sys.stderr.write("nsync: interrupted\n")
+        code = 130
     try:
         sys.stdout.flush()  # now, while a closed pipe can still be told apart from an error
     except BrokenPipeError:  # the reader went away (`nsync analyze ... | head`): nothing left to say
         drop_stdout()
     sys.exit(code)
+
+
+def _caused_by_interrupt(error: BaseException) -> bool:
+    """Whether ``error`` comes of a KeyboardInterrupt: Python 3.11 turns one raised in ``__set_name__`` while
+    a class is created (the stdlib's ``ipaddress``, imported at start-up) into a RuntimeError caused by it."""
+    cause = error.__cause__
+    while cause is not None and not isinstance(cause, KeyboardInterrupt):
+        cause = cause.__cause__
+    return cause is not None
 
 
 def _interrupted_or_default(unraisable: sys.UnraisableHookArgs) -> None:

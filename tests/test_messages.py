@@ -116,6 +116,23 @@ def test_a_ctrl_c_python_cannot_raise_ends_the_command_too() -> None:
     assert (hooked.returncode, hooked.stdout, hooked.stderr) == (130, "", "nsync: interrupted\n")
 
 
+def test_a_ctrl_c_while_a_class_is_created_ends_the_command_too() -> None:
+    """A SIGINT inside a descriptor's ``__set_name__`` (the stdlib's ipaddress, imported at start-up; seen once
+    in CI at 50 ms) reaches the entry point as a RuntimeError caused by the KeyboardInterrupt (Python 3.11;
+    3.12 raises the KeyboardInterrupt itself). Here the command's module does exactly that."""
+    program = (
+        "import sys, types\nfrom nsync.__main__ import main\n"
+        "class Descriptor:\n    def __set_name__(self, owner, name):\n        raise KeyboardInterrupt\n"
+        "def run(argv):\n    class Interface:\n        hostmask = Descriptor()\n    return 0\n"
+        "sys.modules['nsync.cli'] = types.SimpleNamespace(run=run)\nmain()\n"
+    )
+    ended = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True)
+    assert (ended.returncode, ended.stdout, ended.stderr) == (130, "", "nsync: interrupted\n")
+    other = program.replace("raise KeyboardInterrupt", "raise ValueError('not a Ctrl-C')")
+    failed = subprocess.run([sys.executable, "-c", other], capture_output=True, text=True)
+    assert failed.returncode == 1 and "not a Ctrl-C" in failed.stderr  # anything else is not hidden
+
+
 def test_ctrl_c_at_any_moment_prints_no_traceback() -> None:
     codes = []
     for delay in (0.05, 0.15, 0.3, 0.6):
