@@ -12,11 +12,8 @@ def main() -> None:
         from nsync.cli import run
 
         code = run(sys.argv[1:])
-    except KeyboardInterrupt:
-        sys.stderr.write("nsync: interrupted\n")
-        code = 130
-    except Exception as error:  # a Ctrl-C inside a class's creation reaches here wrapped (Python 3.11)
-        if not _caused_by_interrupt(error):
+    except BaseException as error:
+        if not _is_interrupt(error):
             raise
         sys.stderr.write("nsync: interrupted\n")
         code = 130
@@ -25,6 +22,16 @@ def main() -> None:
     except BrokenPipeError:  # the reader went away (`nsync analyze ... | head`): nothing left to say
         drop_stdout()
     sys.exit(code)
+
+
+def _is_interrupt(error: BaseException) -> bool:
+    """A Ctrl-C: KeyboardInterrupt, nsync.errors.Interrupted (known by name: importing nsync.errors here could
+    itself be interrupted), or an error caused by one."""
+    return (
+        isinstance(error, KeyboardInterrupt)
+        or type(error).__name__ == "Interrupted"
+        or (isinstance(error, Exception) and _caused_by_interrupt(error))
+    )
 
 
 def _caused_by_interrupt(error: BaseException) -> bool:

@@ -18,6 +18,7 @@ from rich.console import Console
 import nsync
 from nsync import EXIT_CODES, AnalysisConfig, NsyncError, UsageError
 from nsync.__main__ import drop_stdout
+from nsync.errors import Interrupted
 from nsync.memory import release_freed_memory, tune_allocator
 
 app = typer.Typer(
@@ -131,8 +132,10 @@ def reported(command: Callable[..., None]) -> Callable[..., None]:
     def wrapper(*args: object, **kwargs: object) -> None:
         try:
             command(*args, **kwargs)
-        except (typer.Exit, KeyboardInterrupt):
+        except typer.Exit:
             raise
+        except KeyboardInterrupt:  # past typer, which would end it silently with 130
+            raise Interrupted from None
         except BrokenPipeError:  # the reader went away (`| head`): nothing left to say, and no error
             drop_stdout()
             raise typer.Exit(0) from None
@@ -403,7 +406,7 @@ def profile_command(
     report = nsync.build_report(result.analysis)
     complete = _emit(report, top, outputs, [Path.cwd(), *(source_dir or [])], result.analysis)
     if result.interrupted:
-        raise typer.Exit(130)
+        raise Interrupted
     if result.exit_code:  # the program's own exit code comes first
         err.print(f"nsync: the program exited with code {result.exit_code}", markup=False)
         raise typer.Exit(result.exit_code)
@@ -741,9 +744,8 @@ def run(argv: list[str]) -> int:
     gc.disable()
     try:
         code = app(argv, prog_name="nsync", standalone_mode=False)
-    except typer.Abort:  # click turns Ctrl-C into Abort
-        sys.stderr.write("nsync: interrupted\n")
-        return 130
+    except typer.Abort:  # older click turns a Ctrl-C outside a command into Abort
+        raise Interrupted from None
     except ClickException as error:  # bad option or argument: one line, not a box
         message = error.format_message().strip()
         if message:  # (empty when a bare `nsync` printed its help)
@@ -751,4 +753,6 @@ def run(argv: list[str]) -> int:
             command = f"nsync {argv[0]}" if argv and argv[0] in commands else "nsync"
             sys.stderr.write(f"nsync: error: {message} (see '{command} --help')\n")
         return int(getattr(error, "exit_code", 2))
+    if code == Interrupted.exit_code:  # typer >= 0.29 turns a Ctrl-C outside a command into a silent 130
+        raise Interrupted
     return code if isinstance(code, int) else 0

@@ -37,6 +37,14 @@ class NsysError(NsyncError):
     exit_code = 4
 
 
+class Interrupted(BaseException):
+    """Ctrl-C, as nsync ends on it: ``nsync: interrupted`` and 130. A BaseException that is no
+    KeyboardInterrupt, so that it passes through typer (which turns a KeyboardInterrupt into a silent exit
+    130) and through every ``except Exception``."""
+
+    exit_code = 130
+
+
 EXIT_CODES: dict[int, str] = {
     0: "success (a trace with no CUDA activity is a success too)",
     1: "unusable input: not SQLite, not an nsys export, truncated or unreadable; or out of memory",
