@@ -333,8 +333,14 @@ def profile_command(
     ] = None,
     python_sampling: Annotated[bool, typer.Option(help="Also sample Python stacks (nsys >= 2023.4).")] = False,
     cpu_sampling: Annotated[
-        bool, typer.Option(help="CPU sampling, which CUDA and Python backtraces need; off: a lighter capture.")
-    ] = True,
+        bool | None,
+        typer.Option(
+            "--cpu-sampling/--no-cpu-sampling",
+            help="CPU sampling, which CUDA and Python backtraces need (default: on where nsys records Python "
+            "backtraces, nsys >= 2025.1; off with older ones, whose sampling hangs now and then).",
+            show_default=False,
+        ),
+    ] = None,
     step_marks: Annotated[
         bool,
         typer.Option(

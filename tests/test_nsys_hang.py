@@ -39,7 +39,16 @@ if args[:1] == ["profile"]:
     command = [a for a in args[1:] if not a.startswith("-") and a not in ("cuda,nvtx,osrt",)]
     out = args[args.index("-o") + 1]
     program = command[command.index(next(a for a in command if a.endswith("python") or "python3" in a)):]
-    code = subprocess.run(program).returncode
+    # the real nsys leaves its launcher, which exits with the program's status, unreaped: a zombie
+    launched = subprocess.Popen(program)
+    os.waitid(os.P_PID, launched.pid, os.WEXITED | os.WNOWAIT)
+    if os.environ.get("STAND_IN_FINISHES"):  # a working nsys: writes its capture for 3 s, then its report
+        with open(os.path.join(os.environ["TMPDIR"], "nsys-report-1b2c.qdstrm"), "wb") as raw:
+            for _ in range(12):
+                raw.write(b"x" * 1000); raw.flush(); time.sleep(0.25)
+        with open(os.environ["STAND_IN_FINISHES"], "rb") as real, open(out + ".nsys-rep", "wb") as rep:
+            rep.write(real.read())
+        sys.exit(launched.wait())
     agent = [sys.executable, "-c", "import time\nwhile True: time.sleep(0.05)", "--start-agent",
              f"--session-name=profile-python3-{os.getpid()}"]
     # detached like the real agent: started through a parent that exits at once
@@ -97,7 +106,7 @@ def _capture(tmp_path: Path, importer: str) -> tuple[Path, CaptureOptions, list[
     nsys = _executable(bin_dir / "nsys", STAND_IN.replace("PYTHON", sys.executable))
     _executable(bin_dir / "QdstrmImporter", importer)
     script = tmp_path / "job.py"
-    script.write_text("import pathlib\npathlib.Path('ran.txt').write_text('yes')\n")
+    script.write_text("import pathlib, sys\npathlib.Path('ran.txt').write_text('yes')\nsys.exit(5)\n")
     options = CaptureOptions(out_dir=tmp_path / "out", name="job", hang_s=1)
     options.out_dir.mkdir()
     return nsys, options, [sys.executable, str(script)]
@@ -129,11 +138,27 @@ def test_a_hang_whose_capture_can_be_imported_is_analysed(
     shutil.copy(cpu_only_export.with_suffix(".nsys-rep"), real_report)
     nsys, options, command = _capture(tmp_path, IMPORTER_WORKS.replace("REPORT", str(real_report)))
     said: list[str] = []
+    started = time.monotonic()
     result = run_capture(describe(nsys), command, options, said.append)
+    assert time.monotonic() - started < 15  # noticed 1 s (hang_s) after the program's end, not minutes
     assert result.report == options.base.with_suffix(".nsys-rep") and result.report.is_file()
-    assert result.exit_code == 0
-    assert any("the program's exit code is unknown" in s for s in said)
+    assert result.exit_code == 5  # the program's, read from the zombie nsys left
+    assert any("made no progress for 1 s after the program ended" in s for s in said)
+    assert not any("exit code is unknown" in s for s in said)
     assert list(private_tmp.iterdir()) == []
+
+
+def test_an_nsys_still_writing_its_capture_is_not_taken_for_hung(
+    tmp_path: Path, private_tmp: Path, cpu_only_export: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It writes for 3 s after the program ended, three times the quiet time that marks a hang."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("STAND_IN_FINISHES", str(cpu_only_export.with_suffix(".nsys-rep")))
+    nsys, options, command = _capture(tmp_path, IMPORTER_FAILS)
+    said: list[str] = []
+    result = run_capture(describe(nsys), command, options, said.append)
+    assert result.exit_code == 5 and result.report is not None and result.report.is_file()
+    assert not any("shutting it down" in s for s in said), said
 
 
 def test_session_agents_are_found_by_their_nsys_pid() -> None:
@@ -149,3 +174,28 @@ def test_session_agents_are_found_by_their_nsys_pid() -> None:
     finally:
         agent.kill()
         agent.wait()
+
+
+def test_hang_watch_tells_a_running_program_from_one_that_left_only_a_zombie() -> None:
+    import subprocess
+
+    from nsync.nsys.hang import HangWatch, program_running
+
+    running = subprocess.Popen(
+        [sys.executable, "-c", "import subprocess, time; subprocess.Popen(['sleep', '30']); time.sleep(30)"]
+    )
+    zombie = subprocess.Popen([sys.executable, "-c", "import os, time\nif os.fork() == 0: os._exit(3)\ntime.sleep(30)"])
+    try:
+        time.sleep(1)
+        assert program_running(running.pid)
+        assert not program_running(zombie.pid)  # like nsys whose launched program has exited
+        watch = HangWatch(zombie.pid, lambda: [], quiet_s=0)
+        assert [watch.hung(), watch.hung()] == [False, True]  # progress noted, then none since
+        assert watch.program_exit_code == 3  # read from the zombie
+        still = HangWatch(running.pid, lambda: [], quiet_s=0)
+        assert [still.hung(), still.hung()] == [False, False]
+    finally:
+        subprocess.run(["pkill", "-P", str(running.pid)], check=False)  # its sleep
+        for proc in (running, zombie):
+            proc.kill()
+            proc.wait()

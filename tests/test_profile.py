@@ -14,6 +14,7 @@ import pytest
 
 from nsync import NsysError
 from nsync.nsys import CaptureOptions, find_nsys, locate, profile_flags
+from nsync.nsys.locate import describe
 from tests.test_real_nsys import NSYS, needs_nsys
 
 NSYNC = str(Path(sys.executable).parent / "nsync")
@@ -68,6 +69,42 @@ def test_profile_writes_report_sqlite_and_analysis_and_propagates_the_exit_code(
 
 
 @needs_nsys
+def test_the_programs_output_reaches_stdout_as_written_and_nsys_chatter_does_not(tmp_path):
+    """nsys relays the program's stdout and adds its progress bars and 'Generated:' block to it."""
+    script = tmp_path / "chatty.py"
+    script.write_text(
+        "import sys, time\nprint('loss 0.5')\nprint('[epoch 1] done')\n"
+        "sys.stdout.write('left open'); sys.stdout.flush(); time.sleep(0.5)\nsys.exit(3)\n"
+    )
+    result = nsync_profile(tmp_path, "--no-calibrate", "-o", "out", str(script))
+    assert result.returncode == 3, result.stderr
+    assert result.stdout.startswith("loss 0.5\n[epoch 1] done\nleft open\nnsync ")  # then nsync's summary
+    assert "Generat" not in result.stdout and "\r" not in result.stdout and "nsys-rep" not in result.stdout
+
+
+@pytest.mark.slow
+@needs_nsys
+def test_twenty_profiles_with_the_default_flags_all_finish_with_the_programs_exit_code(tmp_path):
+    """Debian's nsys 2022.4 with CPU sampling hung in 3 of 3 runs of a tiny script on this busy 2-core machine
+    (and 3 of 7 here with both cores loaded); its default is now no CPU sampling. Two runs at a time, to keep
+    the machine busy as it was then. (The calibration run is left out: it does not involve nsys.)"""
+    from concurrent.futures import ThreadPoolExecutor
+
+    script = tmp_path / "small.py"
+    script.write_text("import sys, time\ntime.sleep(0.3)\nsys.exit(int(sys.argv[1]))\n")
+
+    def one(i: int) -> tuple[int, float]:
+        started = time.monotonic()
+        done = nsync_profile(tmp_path, "--no-calibrate", "-o", f"out{i}", str(script), str(i % 7 + 1))
+        return done.returncode, time.monotonic() - started
+
+    with ThreadPoolExecutor(2) as pool:
+        runs = list(pool.map(one, range(20)))
+    assert [code for code, _ in runs] == [i % 7 + 1 for i in range(20)]
+    assert max(seconds for _, seconds in runs) < 60, runs
+
+
+@needs_nsys
 def test_module_and_plain_command_forms(tmp_path):
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg/__init__.py").touch()
@@ -119,7 +156,10 @@ def test_nsys_not_found_names_the_places_searched(tmp_path, monkeypatch):
 def test_flags_follow_what_this_nsys_supports(tmp_path):
     nsys = find_nsys(NSYS)
     flags, notes = profile_flags(
-        nsys, CaptureOptions(out_dir=tmp_path, name="r", python_sampling=True, capture_range="nvtx", nvtx_range="step")
+        nsys,
+        CaptureOptions(
+            out_dir=tmp_path, name="r", python_sampling=True, capture_range="nvtx", nvtx_range="step", cpu_sampling=True
+        ),
     )
     assert "--cudabacktrace=sync,memory" in flags and "--sample=process-tree" in flags
     assert "--python-backtrace=cuda" not in flags  # 2022.4 has no such flag
@@ -128,12 +168,28 @@ def test_flags_follow_what_this_nsys_supports(tmp_path):
     assert "nsys >= 2025.1 records and exports them" in python_note and "native CUDA backtraces" in python_note
     assert any("--python-sampling" in n for n in notes)
     assert nsys.importer() is not None and nsys.importer().name == "QdstrmImporter"
+    default, notes = profile_flags(nsys, CaptureOptions(out_dir=tmp_path, name="r"))
+    assert "--sample=none" in default  # 2022.4 records no Python frames, and its sampling hangs now and then
+    assert notes == [
+        "nsys 2022.4.2.1 records no Python backtraces (nsys >= 2025.1 does), and its CPU sampling can hang after "
+        "the program ends: capturing without it, so call sites will be unknown (--cpu-sampling adds native CUDA "
+        "backtraces)"
+    ]
     light, notes = profile_flags(nsys, CaptureOptions(out_dir=tmp_path, name="r", cpu_sampling=False))
     assert "--sample=none" in light and not any("backtrace" in f for f in light)
     assert [n for n in notes if "backtrace" in n] == [
         "CPU sampling off: no CUDA or Python backtraces, so call sites will be unknown "
         "(add --python-sampling for approximate ones)"
     ]
+
+
+def test_cpu_sampling_is_on_by_default_where_nsys_records_python_frames(tmp_path):
+    from tests.test_messages import _stand_in_nsys
+
+    nsys = describe(_stand_in_nsys(tmp_path, "true"))  # answers as nsys 2025.3 does
+    assert nsys.records_python_frames
+    flags, notes = profile_flags(nsys, CaptureOptions(out_dir=tmp_path, name="r"))
+    assert "--sample=process-tree" in flags and "--python-backtrace=cuda" in flags and notes == []
 
 
 def _wait_for(path: Path, seconds: float = 60) -> None:
@@ -207,27 +263,6 @@ def test_ctrl_c_stops_the_program_and_still_analyses_the_capture(tmp_path, echo)
     assert proc.returncode == 130, err
     assert (tmp_path / "nsync-out/echo args.sqlite").is_file()
     assert json.loads((tmp_path / "r.json").read_text())["schema"] == "nsync.analysis/1"
-
-
-def test_hang_watch_tells_a_running_program_from_one_that_left_only_a_zombie(monkeypatch):
-    from nsync.nsys import capture
-
-    running = subprocess.Popen(
-        [sys.executable, "-c", "import subprocess, time; subprocess.Popen(['sleep', '30']); time.sleep(30)"]
-    )
-    zombie = subprocess.Popen([sys.executable, "-c", "import os, time\nif os.fork() == 0: os._exit(0)\ntime.sleep(30)"])
-    try:
-        time.sleep(1)
-        assert capture.program_running(running.pid)
-        assert not capture.program_running(zombie.pid)  # like nsys whose launched program has exited
-        watch = capture.HangWatch(zombie.pid, hang_s=0)
-        assert [watch.hung(), watch.hung()] == [True, False]  # said once
-        assert not capture.HangWatch(running.pid, hang_s=0).hung()
-    finally:
-        subprocess.run(["pkill", "-P", str(running.pid)], check=False)  # its sleep
-        for proc in (running, zombie):
-            proc.kill()
-            proc.wait()
 
 
 @needs_nsys

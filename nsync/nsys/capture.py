@@ -6,13 +6,14 @@ Every subprocess gets an argument list; nothing is ever passed through a shell.
 from __future__ import annotations
 
 import contextlib
+import glob
 import os
 import re
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
-import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -22,7 +23,9 @@ from nsync.errors import NsysError
 from nsync.load.db import require_file
 from nsync.load.model import PYTHON_FRAMES_NSYS
 from nsync.nsys import inject
+from nsync.nsys.hang import QUIET_S, HangWatch, session_agents, stop_agents
 from nsync.nsys.locate import Nsys, find_nsys
+from nsync.nsys.output import relay
 
 Say = Callable[[str], None]
 
@@ -37,10 +40,10 @@ class CaptureOptions:
     capture_range: str | None = None
     nvtx_range: str | None = None
     python_sampling: bool = False
-    cpu_sampling: bool = True
+    cpu_sampling: bool | None = None  # None: where this nsys records Python frames (Nsys.records_python_frames)
     nsys_args: tuple[str, ...] = ()
     keep_report: bool = True
-    hang_s: float = 120  # nsys still running this long after the program ended: it hung
+    hang_s: float = QUIET_S  # nsys making no progress this long after the program ended: hung (nsync.nsys.hang)
     step_marks: bool = True  # mark each optimizer step with an NVTX range (nsync.nsys.inject)
 
     @property
@@ -59,13 +62,21 @@ def profile_flags(nsys: Nsys, options: CaptureOptions) -> tuple[list[str], list[
     """The ``nsys profile`` flags for this nsys version, and notes on what it cannot record."""
     flags = ["-t", "cuda,nvtx,osrt", "--cpuctxsw=none", "-o", str(options.base), "--force-overwrite=true"]
     notes = []
-    if not options.cpu_sampling:
+    sampling = options.cpu_sampling if options.cpu_sampling is not None else nsys.records_python_frames
+    if not sampling:
         # backtraces need CPU sampling: without it call sites come only from --python-sampling, if asked
         flags.append("--sample=none")
-        notes.append(
-            "CPU sampling off: no CUDA or Python backtraces, so call sites will be unknown"
-            + ("" if options.python_sampling else " (add --python-sampling for approximate ones)")
-        )
+        if options.cpu_sampling is None:
+            notes.append(
+                f"nsys {nsys.version_str} records no Python backtraces (nsys >= {PYTHON_FRAMES_NSYS} does), and its "
+                "CPU sampling can hang after the program ends: capturing without it, so call sites will be unknown "
+                "(--cpu-sampling adds native CUDA backtraces)"
+            )
+        else:
+            notes.append(
+                "CPU sampling off: no CUDA or Python backtraces, so call sites will be unknown"
+                + ("" if options.python_sampling else " (add --python-sampling for approximate ones)")
+            )
     else:
         flags.append("--sample=process-tree")
         if "backtrace" in nsys.profile_flags:
@@ -99,9 +110,11 @@ def profile_flags(nsys: Nsys, options: CaptureOptions) -> tuple[list[str], list[
 def run_capture(nsys: Nsys, command: Sequence[str], options: CaptureOptions, say: Say) -> CaptureResult:
     """Run ``command`` under ``nsys profile`` with live output; Ctrl-C stops the program, not the capture.
 
-    nsys writes its raw capture (``.qdstrm``) into a folder of nsync's own, removed whatever happens, and the
-    program keeps its own TMPDIR. When nsys hangs after the program ended (nsys 2022.4 with CPU sampling,
-    about 1 capture in 10 here), it is shut down, its agent stopped, and what it wrote imported if it can be.
+    The program's stdout reaches ours as it comes; nsys's own lines on that stream (progress bars, the
+    'Generated:' block) do not (nsync.nsys.output). nsys writes its raw capture (``.qdstrm``) into a folder of
+    nsync's own, removed whatever happens, and the program keeps its own TMPDIR. When nsys hangs after the
+    program ended (nsync.nsys.hang), it is shut down, its agent stopped, what it wrote imported if it can be,
+    and the program's exit code kept.
     """
     flags, notes = profile_flags(nsys, options)
     for note in notes:
@@ -111,10 +124,14 @@ def run_capture(nsys: Nsys, command: Sequence[str], options: CaptureOptions, say
             flags = [f"--env-var=TMPDIR={os.environ.get('TMPDIR', tempfile.gettempdir())}", *flags]
         argv = [str(nsys.path), "profile", *flags, *command]
         try:
-            proc = subprocess.Popen(argv, env=program_env(options, scratch))
+            proc = subprocess.Popen(argv, env=program_env(options, scratch), stdout=subprocess.PIPE)
         except OSError as err:
             raise NsysError(f"cannot start {nsys.path}: {err.strerror}") from err
-        code, interrupted, hung = _wait(nsys, proc, options, say)
+        assert proc.stdout is not None
+        relaying = relay(proc.stdout, sys.stdout.buffer, say)
+        watch = HangWatch(proc.pid, lambda: _written(options, Path(scratch)), options.hang_s)
+        code, interrupted, hung = _wait(nsys, proc, watch, say)
+        relaying.join(timeout=RELAY_DRAIN_S)  # an agent left holding the pipe must not block us
         report = _report(nsys, options, say, Path(scratch))
     if code < 0 and report is None and not hung:
         raise NsysError(f"nsys was killed by signal {_signal_name(-code)} before writing a report")
@@ -126,9 +143,18 @@ def run_capture(nsys: Nsys, command: Sequence[str], options: CaptureOptions, say
     if report is None:
         raise NsysError(f"nsys exited with code {code} and wrote no report ({options.base}.nsys-rep)")
     if hung:  # nsys's own exit code after a shutdown is not the program's
-        say("note: the program's exit code is unknown: nsys was shut down after it ended")
-        code = 0
+        if watch.program_exit_code is None:
+            say("note: the program's exit code is unknown: nsys was shut down after it ended")
+        code = watch.program_exit_code or 0
     return CaptureResult(report=report, exit_code=code, interrupted=interrupted)
+
+
+RELAY_DRAIN_S = 5
+
+
+def _written(options: CaptureOptions, scratch: Path) -> list[Path]:
+    """The files nsys writes while it finishes: its raw capture in ``scratch``, the report beside the outputs."""
+    return [*scratch.glob("*"), *options.out_dir.glob(f"{glob.escape(options.name)}.*")]
 
 
 def program_env(options: CaptureOptions, scratch: str) -> dict[str, str]:
@@ -140,11 +166,11 @@ def program_env(options: CaptureOptions, scratch: str) -> dict[str, str]:
     return env
 
 
-def _wait(nsys: Nsys, proc: subprocess.Popen[bytes], options: CaptureOptions, say: Say) -> tuple[int, bool, bool]:
+def _wait(nsys: Nsys, proc: subprocess.Popen[bytes], watch: HangWatch, say: Say) -> tuple[int, bool, bool]:
     """Wait for nsys: (its exit code, whether Ctrl-C was pressed, whether it hung and was stopped). Whatever
     happens, no agent of its session is left running."""
     try:
-        code, interrupted, hung = _until_exit(nsys, proc, options, say)
+        code, interrupted, hung = _until_exit(nsys, proc, watch, say)
     except KeyboardInterrupt:
         stop_agents(proc.pid)
         raise
@@ -152,16 +178,18 @@ def _wait(nsys: Nsys, proc: subprocess.Popen[bytes], options: CaptureOptions, sa
     return code, interrupted, hung
 
 
-def _until_exit(nsys: Nsys, proc: subprocess.Popen[bytes], options: CaptureOptions, say: Say) -> tuple[int, bool, bool]:
+POLL_S = 0.5
+
+
+def _until_exit(nsys: Nsys, proc: subprocess.Popen[bytes], watch: HangWatch, say: Say) -> tuple[int, bool, bool]:
     interrupted = False
-    watch = HangWatch(proc.pid, options.hang_s)
     while True:
         try:
             return proc.wait(timeout=POLL_S), interrupted, False
         except subprocess.TimeoutExpired:  # noqa: PERF203 -- one poll every POLL_S
             if watch.hung():
                 say(
-                    f"nsys is still running {options.hang_s:.0f} s after the program ended (nsys 2022.4 with "
+                    f"nsys made no progress for {watch.quiet_s:.0f} s after the program ended (nsys 2022.4 with "
                     "CPU sampling hangs so now and then): shutting it down"
                 )
                 return stop_nsys(nsys, proc), interrupted, True
@@ -194,88 +222,6 @@ def stop_nsys(nsys: Nsys, proc: subprocess.Popen[bytes], gently: bool = True) ->
             code = proc.wait(timeout=STOP_WAIT_S)
             break
     return code
-
-
-def stop_agents(nsys_pid: int) -> int:
-    """Kill the agents of ``nsys_pid``'s session still running (a hung session's agent spins at 95 % CPU
-    after nsys itself is gone); how many there were."""
-    agents = session_agents(nsys_pid)
-    for pid, _name in agents:
-        with contextlib.suppress(OSError):
-            os.kill(pid, signal.SIGKILL)
-    return len(agents)
-
-
-def session_agents(nsys_pid: int) -> list[tuple[int, str]]:
-    """(pid, session name) of the agents of the session that ``nsys profile`` (``nsys_pid``) started: their
-    command line holds ``--start-agent --session-name=profile-<program>-<nsys pid>``."""
-    found = []
-    for entry in _proc_entries():
-        try:
-            words = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        names = [w.decode(errors="replace").split("=", 1)[1] for w in words if w.startswith(b"--session-name=")]
-        if b"--start-agent" in words and names and names[0].endswith(f"-{nsys_pid}"):
-            found.append((int(entry.name), names[0]))
-    return found
-
-
-def _proc_entries() -> list[Path]:
-    try:
-        return [e for e in Path("/proc").iterdir() if e.name.isdigit()]
-    except OSError:
-        return []
-
-
-POLL_S = 5
-HANG_S = 120
-
-
-class HangWatch:
-    """Notices when the profiled program is gone (nothing under nsys but zombies) and nsys still runs."""
-
-    def __init__(self, pid: int, hang_s: float = HANG_S) -> None:
-        self.pid = pid
-        self.hang_s = hang_s
-        self.ended_at: float | None = None
-        self.said = False
-
-    def hung(self) -> bool:
-        """True once, ``hang_s`` after the program ended with nsys still running (Linux /proc; else never)."""
-        if self.said:
-            return False
-        if program_running(self.pid):
-            self.ended_at = None
-            return False
-        self.ended_at = self.ended_at or time.monotonic()
-        self.said = time.monotonic() - self.ended_at >= self.hang_s
-        return self.said
-
-
-def program_running(pid: int) -> bool:
-    """Whether any process below ``pid`` is still alive (not a zombie). True when /proc cannot tell."""
-    children: dict[int, list[int]] = {}
-    states: dict[int, str] = {}
-    entries = _proc_entries()
-    if not entries:
-        return True
-    for entry in entries:
-        try:
-            _, rest = (entry / "stat").read_text().rsplit(")", 1)
-        except OSError:
-            continue
-        fields = rest.split()
-        states[int(entry.name)] = fields[0]
-        children.setdefault(int(fields[1]), []).append(int(entry.name))
-    if not states:
-        return True
-    pending, alive = list(children.get(pid, [])), False
-    while pending:
-        child = pending.pop()
-        alive |= states.get(child, "Z") != "Z"
-        pending.extend(children.get(child, []))
-    return alive
 
 
 def _signal_name(number: int) -> str:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nsync.errors import NsysError
+from nsync.load.model import PYTHON_FRAMES_NSYS
 
 INSTALL_GLOBS = (
     "/opt/nvidia/nsight-systems/*/bin/nsys",
@@ -42,6 +43,17 @@ class Nsys:
     @property
     def version_str(self) -> str:
         return ".".join(map(str, self.version))
+
+    @property
+    def records_python_frames(self) -> bool:
+        """Whether its captures can carry Python backtraces into SQLite (flags and version: 2023.4 has the
+        flag but cannot export the frames). Without them, CPU sampling buys little."""
+        supported = tuple(int(part) for part in PYTHON_FRAMES_NSYS.split("."))
+        return (
+            "python-backtrace" in self.profile_flags
+            and "include-blobs" in self.export_flags
+            and self.version[: len(supported)] >= supported
+        )
 
     def importer(self) -> Path | None:
         """The QdstrmImporter shipped beside this nsys (used when nsys fails to import its own capture)."""
