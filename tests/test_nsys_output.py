@@ -18,9 +18,7 @@ CHATTER_2022 = (
     b"Generated:\n    /tmp/exp/f2.nsys-rep\n"
 )
 # nsys 2025.x: the same block, with its collection notes around it
-CHATTER_2025 = (
-    b"Collecting data...\nCapture range ended in the application.\n" + CHATTER_2022.replace(b"f2.", b"run.")
-)
+CHATTER_2025 = b"Collecting data...\nCapture range ended in the application.\n" + CHATTER_2022.replace(b"f2.", b"run.")
 
 
 def split(stream: bytes, cuts: list[int]) -> tuple[bytes, list[str]]:

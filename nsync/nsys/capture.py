@@ -136,8 +136,9 @@ def run_capture(nsys: Nsys, command: Sequence[str], options: CaptureOptions, say
     if code < 0 and report is None and not hung:
         raise NsysError(f"nsys was killed by signal {_signal_name(-code)} before writing a report")
     if report is None and hung:
+        ended = "" if watch.program_exit_code is None else f" (the program exited with code {watch.program_exit_code})"
         raise NsysError(
-            "nsys hung after the program ended and what it had written was incomplete: nothing was saved. "
+            f"nsys hung after the program ended{ended} and what it had written was incomplete: nothing was saved. "
             "The hang is intermittent (nsys 2022.4 with CPU sampling): run again, or capture with --no-cpu-sampling"
         )
     if report is None:
