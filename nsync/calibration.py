@@ -16,7 +16,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ import numpy as np
 from nsync.errors import TraceError
 from nsync.jsonfile import read_versioned
 from nsync.nsys import inject
+from nsync.nsys.window import CaptureWindow, WindowOutcome, outcome
 
 SCHEMA = "nsync.calibration/1"
 RUN_SCHEMA = "nsync.calibration-run/1"  # what the sitecustomize writes (one file per process)
@@ -42,6 +43,12 @@ class Calibration:
     command: tuple[str, ...] = ()
     exit_code: int = 0
     wall_s: float = 0.0
+    window_from: dict[str, int] = field(default_factory=dict)  # per source, the first interval in the window
+
+    def of_window(self) -> Calibration:
+        """The steps inside the capture window only (a windowed capture holds those alone)."""
+        intervals = {source: v[self.window_from.get(source, 0) :] for source, v in self.intervals_ns.items()}
+        return replace(self, intervals_ns={source: v for source, v in intervals.items() if len(v)}, window_from={})
 
     def steps_ns(self, source: str, warmup: int) -> np.ndarray | None:
         """The unprofiled steps of ``source`` after ``warmup`` of them; None when not timed.
@@ -63,13 +70,27 @@ def beside(trace: Path) -> Path:
     return trace.with_name(name + SUFFIX)
 
 
-def run_calibration(command: Sequence[str], target: Path, say: Say) -> Calibration | None:
-    """Run ``command`` without the profiler, timing its steps, and write the calibration to ``target``.
+@dataclass(frozen=True)
+class CalibrationRun:
+    """What the calibration run gave: its timings (None: it timed no steps) and what its window saw."""
 
-    The program's output goes where it would; None (and a note) when it timed no steps."""
+    calibration: Calibration | None
+    window: WindowOutcome | None
+    exit_code: int
+    wall_s: float
+
+
+def run_calibration(
+    command: Sequence[str], target: Path, say: Say, window: CaptureWindow | None = None
+) -> CalibrationRun | None:
+    """Run ``command`` without the profiler, timing its steps; with ``window``, ended after it as the capture
+    will be. The program's output goes where it would; None (and a note) when it could not start. The
+    timings are not written: :func:`write_calibration` does that for what the capture will hold."""
     with tempfile.TemporaryDirectory(prefix="nsync-calibrate-") as scratch:
         env = {**os.environ, "NSYNC_CALIBRATE_DIR": scratch}
         env["PYTHONPATH"] = inject.pythonpath(env.get("PYTHONPATH"))
+        if window is not None:
+            env.update(window.env(Path(scratch), ending=True))
         began = time.monotonic()
         try:
             code = subprocess.run(list(command), env=env, check=False).returncode
@@ -78,30 +99,38 @@ def run_calibration(command: Sequence[str], target: Path, say: Say) -> Calibrati
             return None
         wall_s = time.monotonic() - began
         runs = [_read_run(path) for path in sorted(Path(scratch).glob("calibration-*.json"))]
-    timed = [run for run in runs if run]
-    if code != 0:
+        seen = outcome(Path(scratch)) if window is not None else None
+    ended_by_nsync = seen is not None and seen.ended_program
+    if code != 0 and not ended_by_nsync:
         say(f"note: the calibration run exited with code {code}")
+    timed = [run for run in runs if run[0]]
     if not timed:
         say(
             "note: the calibration run timed no steps (no optimizer step or NVTX range on a CUDA stream): "
             "predictions will be uncalibrated"
         )
-        return None
+        return CalibrationRun(None, seen, code, wall_s)
     # the process that timed most steps is the training one (not a data-loader worker)
-    intervals = max(timed, key=lambda run: max(len(v) for v in run.values()))
-    calibration = Calibration(target, intervals, tuple(command), exit_code=code, wall_s=wall_s)
-    write_calibration(calibration, target)
-    return calibration
+    intervals, window_from = max(timed, key=lambda run: max(len(v) for v in run[0].values()))
+    calibration = Calibration(target, intervals, tuple(command), code, wall_s, window_from)
+    return CalibrationRun(calibration, seen, code, wall_s)
 
 
-def _read_run(path: Path) -> dict[str, np.ndarray]:
+def _read_run(path: Path) -> tuple[dict[str, np.ndarray], dict[str, int]]:
+    """One process's timings, and where its window began in each (empty when unreadable)."""
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError):
-        return {}
+        return {}, {}
     if not isinstance(data, dict) or data.get("schema") != RUN_SCHEMA:
-        return {}
-    return _intervals(data.get("intervals_ns"), path)
+        return {}, {}
+    began = data.get("window_from")
+    window_from = (
+        {k: v for k, v in began.items() if isinstance(k, str) and isinstance(v, int) and v >= 0}
+        if isinstance(began, dict)
+        else {}
+    )
+    return _intervals(data.get("intervals_ns"), path), window_from
 
 
 def write_calibration(calibration: Calibration, target: Path) -> None:

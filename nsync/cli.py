@@ -105,6 +105,10 @@ FLAG_OF_SETTING = {
     "AnalysisConfig.window_s": "--window START:END",
     "AnalysisConfig.warmup_steps": "--warmup-steps",
     "profile(calibrate=False)": "--no-calibrate",
+    "CaptureWindow(run_to_end=True)": "--run-to-end",
+    "CaptureWindow.warmup_steps": "--warmup-steps",
+    "CaptureOptions.window=None": "--whole-run",
+    "profile(step_marks=False)": "--no-step-marks",
 }
 
 
@@ -323,8 +327,34 @@ def profile_command(
     source_dir: SourceDirOption = None,
     db_path: DbOption = None,
     step_range: StepRangeOption = None,
-    warmup_steps: WarmupOption = None,
-    duration: Annotated[float | None, typer.Option(min=1, help="Stop capturing after this many seconds.")] = None,
+    steps: Annotated[int | None, typer.Option(min=4, help="Optimizer steps to capture (default 40).")] = None,
+    warmup_steps: Annotated[
+        int | None,
+        typer.Option(min=1, help="Optimizer steps the program runs before the capture starts (default 10)."),
+    ] = None,
+    whole_run: Annotated[
+        bool, typer.Option(help="Capture the whole run, not a window of steps (and let it finish).")
+    ] = False,
+    run_to_end: Annotated[
+        bool, typer.Option(help="Let the program run to its end after the window (the capture stops anyway).")
+    ] = False,
+    wait_for_steps: Annotated[
+        float | None,
+        typer.Option(
+            min=1,
+            help="Seconds of CUDA use to wait for a first optimizer step; a program with none is then captured "
+            "by the clock, for --duration seconds (default 60).",
+            metavar="SECONDS",
+        ),
+    ] = None,
+    duration: Annotated[
+        float | None,
+        typer.Option(
+            min=1,
+            help="Seconds to capture: with --whole-run, nsys stops after them; without optimizer steps, the "
+            "window by the clock (default 20).",
+        ),
+    ] = None,
     capture_range: Annotated[
         str | None, typer.Option(help="Capture only inside 'cudaProfilerApi' or 'nvtx' ranges.", metavar="KIND")
     ] = None,
@@ -381,13 +411,16 @@ def profile_command(
 
     if capture_range not in (None, "cudaProfilerApi", "nvtx"):
         raise UsageError(f"--capture-range must be cudaProfilerApi or nvtx, not {capture_range!r}")
+    window = _capture_window(
+        whole_run or capture_range is not None, steps, warmup_steps, run_to_end, wait_for_steps, duration
+    )
     command = build_command(target or [], module, python)
     prepare_output(out_dir)
     Outputs(json=json_path, html=html_path, markdown=markdown_path, db=db_path).check()  # before the capture
     options = CaptureOptions(
         out_dir=out_dir,
         name=name or output_name(target or [], module),
-        duration_s=duration,
+        duration_s=duration if window is None else None,
         capture_range=capture_range,
         nvtx_range=nvtx_range,
         python_sampling=python_sampling,
@@ -395,8 +428,9 @@ def profile_command(
         nsys_args=tuple(nsys_arg or ()),
         keep_report=keep_report,
         step_marks=step_marks,
+        window=window,
     )
-    config = AnalysisConfig(step_range=step_range, warmup_steps=warmup_steps)
+    config = AnalysisConfig(step_range=step_range)
 
     def say(message: str) -> None:
         err.print(f"nsync: {in_flags(message)}", markup=False)
@@ -418,6 +452,34 @@ def profile_command(
         raise typer.Exit(result.exit_code)
     if not complete:
         raise typer.Exit(1)
+
+
+def _capture_window(
+    whole: bool,
+    steps: int | None,
+    warmup_steps: int | None,
+    run_to_end: bool,
+    wait_s: float | None,
+    seconds: float | None,
+) -> CaptureWindow | None:
+    """The window of steps ``nsync profile`` captures (None: the whole run, or the capture range given)."""
+    from nsync.nsys.window import CaptureWindow
+
+    chosen: dict[str, object] = {"--steps": steps, "--warmup-steps": warmup_steps, "--run-to-end": run_to_end or None}
+    chosen["--wait-for-steps"] = wait_s
+    if whole:
+        given = [flag for flag, value in chosen.items() if value is not None]
+        if given:
+            raise UsageError(f"{', '.join(given)} choose a window of steps: not with --whole-run or --capture-range")
+        return None
+    default = CaptureWindow()
+    return CaptureWindow(
+        warmup_steps=default.warmup_steps if warmup_steps is None else warmup_steps,
+        steps=default.steps if steps is None else steps,
+        run_to_end=run_to_end,
+        wait_s=default.wait_s if wait_s is None else wait_s,
+        seconds=default.seconds if seconds is None else seconds,
+    )
 
 
 @app.command(
@@ -738,6 +800,7 @@ if TYPE_CHECKING:
     from rich.status import Status
 
     from nsync.calibration import Calibration
+    from nsync.nsys.window import CaptureWindow
 else:  # click comes with typer: found through typer's own classes, not imported as a dependency of nsync's
     ClickException = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
 

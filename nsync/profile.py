@@ -5,16 +5,18 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from nsync.analysis import Analysis, analyze
-from nsync.calibration import Calibration, beside, run_calibration
+from nsync.calibration import Calibration, CalibrationRun, beside, run_calibration, write_calibration
 from nsync.config import AnalysisConfig
 from nsync.errors import UsageError
-from nsync.nsys import CaptureOptions, export_sqlite, find_nsys, run_capture
+from nsync.nsys import CaptureOptions, WindowNeverOpened, export_sqlite, find_nsys, run_capture
+from nsync.nsys.window import is_python
 
 Say = Callable[[str], None]
 
@@ -91,12 +93,15 @@ def profile(
     """Capture ``command`` under nsys, export the report to SQLite and analyse it. With ``calibrate``, the
     program is first run once without the profiler to time its steps (nsync.calibration). ``cpus``: the CPUs
     both runs are pinned to (the same host speed for both; fixtures/h200/README.md measures what it buys).
+    ``options.window``: capture only those steps (nsync.nsys.window), in both runs; the whole run when the
+    command is no Python program, or the calibration run shows the program ends before the window does.
 
     The program's exit code is returned, not raised: what was captured is analysed either way.
     """
     tell = say or (lambda _m: None)
     nsys = find_nsys(nsys_path)
     prepare_output(options.out_dir)
+    options = _windowed(options, command, tell)
     if cpus:
         tell(f"running the program on CPUs {', '.join(map(str, sorted(cpus)))}")
     with pinned(cpus):
@@ -108,13 +113,33 @@ def profile(
                 "calibration run: the program once without the profiler, to time its own steps "
                 "(profile(calibrate=False) skips it)"
             )
-            calibration = run_calibration(command, target, tell)
-            if calibration is not None:
-                timed = ", ".join(f"{k} ({len(v) + 1} times)" for k, v in calibration.intervals_ns.items())
-                tell(f"calibration: timed {timed} in {calibration.wall_s:.1f} s; wrote {target}")
+            run = run_calibration(command, target, tell, options.window)
+            if run is not None:
+                options = _after_calibration(options, run, tell)
+                calibration = _kept(run.calibration, options, target, tell)
         tell(f"capturing with nsys {nsys.version_str} ({nsys.path})")
-        captured = run_capture(nsys, command, options, tell)
+        began = time.monotonic()
+        try:
+            captured = run_capture(nsys, command, options, tell)
+        except WindowNeverOpened as never:
+            took_s = time.monotonic() - began
+            assert options.window is not None
+            if took_s > options.window.rerun_whole_s:
+                raise
+            tell(
+                f"the program ended after {never.seen.optimizer_steps} optimizer step(s) in {took_s:.1f} s, before "
+                "its capture window opened: capturing its whole run instead"
+            )
+            captured = run_capture(nsys, command, replace(options, window=None), tell)
         assert captured.report is not None
+    seen = captured.window
+    if seen is not None and seen.ended_program:
+        tell("the program was ended after the capture window (CaptureWindow(run_to_end=True) lets it finish)")
+    elif seen is not None and options.window is not None and seen.opened_by == "steps" and not seen.closed:
+        tell(
+            f"the program ended after {seen.optimizer_steps} optimizer steps, inside the window: captured steps "
+            f"{options.window.warmup_steps + 1}-{seen.optimizer_steps}"
+        )
     tell(f"exporting {captured.report.name} to SQLite")
     sqlite = export_sqlite(nsys, captured.report, tell)
     report: Path | None = captured.report
@@ -131,3 +156,48 @@ def profile(
         interrupted=captured.interrupted,
         calibration=calibration,
     )
+
+
+def _windowed(options: CaptureOptions, command: Sequence[str], tell: Say) -> CaptureOptions:
+    """``options`` as they can be kept: a window needs the injected sitecustomize in a Python program."""
+    window = options.window
+    if window is None:
+        return options
+    if not options.step_marks:
+        tell("note: without step marks (profile(step_marks=False)) there is no window: capturing the whole run")
+    elif not is_python(list(command)):
+        tell(f"note: {command[0]} is not a Python program, so there is no window of steps: capturing its whole run")
+    else:
+        tell(window.describe())
+        return options
+    return replace(options, window=None)
+
+
+def _after_calibration(options: CaptureOptions, run: CalibrationRun, tell: Say) -> CaptureOptions:
+    """The capture as the calibration run shows it can be: the whole run of a program that ends before its
+    window does; and how long it should take."""
+    window, seen = options.window, run.window
+    if window is not None and seen is not None and not seen.complete(window):
+        tell(
+            f"the program ended on its own after {seen.optimizer_steps} optimizer step(s) in {run.wall_s:.1f} s, "
+            f"before the window's {window.warmup_steps + window.steps}: capturing its whole run"
+        )
+        return replace(options, window=None)
+    ended = " (ended after the window)" if seen is not None and seen.ended_program else ""
+    tell(
+        f"calibration run: {run.wall_s:.1f} s{ended}; the capture should take about {1.1 * run.wall_s + 3:.0f}-"
+        f"{2.2 * run.wall_s + 10:.0f} s (nsys slows a program 1.1-2.2x), then its export"
+    )
+    return options
+
+
+def _kept(calibration: Calibration | None, options: CaptureOptions, target: Path, tell: Say) -> Calibration | None:
+    """The timings of the steps the capture will hold, written to ``target``."""
+    if calibration is None:
+        return None
+    if options.window is not None:
+        calibration = calibration.of_window()
+    write_calibration(calibration, target)
+    timed = ", ".join(f"{k} ({len(v) + 1} times)" for k, v in calibration.intervals_ns.items())
+    tell(f"calibration: timed {timed}; wrote {target}")
+    return calibration

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from nsync.calibration import SCHEMA, beside, read_calibration, run_calibration
+from nsync.calibration import SCHEMA, beside, read_calibration, run_calibration, write_calibration
 from nsync.errors import TraceError
 from nsync.nsys import inject
 from nsync.nsys.inject import STEP_MARK
@@ -31,6 +31,8 @@ FAKE_TORCH = {
     ),
     "torch/cuda/nvtx.py": (
         "calls = []\ndef range_push(name): calls.append(('push', name))\ndef range_pop(): calls.append(('pop',))\n"
+        "def range_start(name): calls.append(('start', name)); return len(calls)\n"
+        "def range_end(handle): calls.append(('end',))\n"
     ),
     "torch/optim/__init__.py": "",
     "torch/optim/optimizer.py": (
@@ -95,8 +97,11 @@ def test_the_calibration_run_times_each_step_between_optimizer_steps_and_nvtx_ra
     monkeypatch.setenv("PYTHONPATH", str(fake))
     notes: list[str] = []
     target = tmp_path / "run.calibration.json"
-    calibration = run_calibration([sys.executable, "-c", PROGRAM], target, notes.append)
-    assert calibration is not None and notes == []
+    run = run_calibration([sys.executable, "-c", PROGRAM], target, notes.append)
+    assert run is not None and notes == []
+    calibration = run.calibration
+    assert calibration is not None
+    write_calibration(calibration, target)
     ms = 1e6
     # the optimizer steps end after each step's GPU time: intervals are steps 1.. (3.0, 2.5, 3.0, 2.5 ms)
     assert calibration.intervals_ns["marks"].tolist() == [3.0 * ms, 2.5 * ms, 3.0 * ms, 2.5 * ms]
@@ -113,12 +118,13 @@ def test_the_calibration_run_times_each_step_between_optimizer_steps_and_nvtx_ra
     assert json.loads(target.read_text())["schema"] == SCHEMA
 
 
-def test_a_calibration_run_that_times_nothing_says_so_and_writes_nothing(tmp_path: Path, monkeypatch):
+def test_a_calibration_run_that_times_nothing_says_so(tmp_path: Path, monkeypatch):
     monkeypatch.setenv("PYTHONPATH", str(fake_torch(tmp_path / "fake")))
     notes: list[str] = []
     target = tmp_path / "run.calibration.json"
     program = "import torch; from torch.optim.optimizer import Optimizer; Optimizer().step(); raise SystemExit(3)"
-    assert run_calibration([sys.executable, "-c", program], target, notes.append) is None
+    run = run_calibration([sys.executable, "-c", program], target, notes.append)
+    assert run is not None and run.calibration is None and run.exit_code == 3
     assert not target.exists()
     assert notes[0] == "note: the calibration run exited with code 3"
     assert "timed no steps" in notes[1] and "uncalibrated" in notes[1]

@@ -76,7 +76,7 @@ def test_the_programs_output_reaches_stdout_as_written_and_nsys_chatter_does_not
         "import sys, time\nprint('loss 0.5')\nprint('[epoch 1] done')\n"
         "sys.stdout.write('left open'); sys.stdout.flush(); time.sleep(0.5)\nsys.exit(3)\n"
     )
-    result = nsync_profile(tmp_path, "--no-calibrate", "-o", "out", str(script))
+    result = nsync_profile(tmp_path, "--no-calibrate", "--whole-run", "-o", "out", str(script))
     assert result.returncode == 3, result.stderr
     assert result.stdout.startswith("loss 0.5\n[epoch 1] done\nleft open\nnsync ")  # then nsync's summary
     assert "Generat" not in result.stdout and "\r" not in result.stdout and "nsys-rep" not in result.stdout
@@ -87,7 +87,7 @@ def test_the_programs_output_reaches_stdout_as_written_and_nsys_chatter_does_not
 def test_twenty_profiles_with_the_default_flags_all_finish_with_the_programs_exit_code(tmp_path):
     """Debian's nsys 2022.4 with CPU sampling hung in 3 of 3 runs of a tiny script on this busy 2-core machine
     (and 3 of 7 here with both cores loaded); its default is now no CPU sampling. Two runs at a time, to keep
-    the machine busy as it was then. (The calibration run is left out: it does not involve nsys.)"""
+    the machine busy as it was then."""
     from concurrent.futures import ThreadPoolExecutor
 
     script = tmp_path / "small.py"
@@ -95,7 +95,7 @@ def test_twenty_profiles_with_the_default_flags_all_finish_with_the_programs_exi
 
     def one(i: int) -> tuple[int, float]:
         started = time.monotonic()
-        done = nsync_profile(tmp_path, "--no-calibrate", "-o", f"out{i}", str(script), str(i % 7 + 1))
+        done = nsync_profile(tmp_path, "-o", f"out{i}", str(script), str(i % 7 + 1))
         return done.returncode, time.monotonic() - started
 
     with ThreadPoolExecutor(2) as pool:
@@ -256,13 +256,25 @@ def test_nsys_killed_mid_run_is_a_clear_error(tmp_path, echo):
 
 @needs_nsys
 def test_ctrl_c_stops_the_program_and_still_analyses_the_capture(tmp_path, echo):
-    proc = _start_profile(tmp_path, "--json", "r.json", str(echo), str(tmp_path / "started.json"), "30")
+    proc = _start_profile(tmp_path, "--whole-run", "--json", "r.json", str(echo), str(tmp_path / "started.json"), "30")
     time.sleep(1)
     os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does to the foreground group
     _out, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
     assert (tmp_path / "nsync-out/echo args.sqlite").is_file()
     assert json.loads((tmp_path / "r.json").read_text())["schema"] == "nsync.analysis/1"
+
+
+@needs_nsys
+def test_ctrl_c_before_the_capture_window_opened_says_nothing_was_captured(tmp_path, echo):
+    proc = _start_profile(tmp_path, "--json", "r.json", str(echo), str(tmp_path / "started.json"), "30")
+    time.sleep(1)
+    os.killpg(proc.pid, signal.SIGINT)
+    _out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    said = "nsync: interrupted before the capture window opened: nothing was captured\nnsync: interrupted\n"
+    assert err.endswith(said)
+    assert not (tmp_path / "r.json").exists()
 
 
 @needs_nsys
@@ -281,7 +293,7 @@ def test_profile_runs_the_program_once_unprofiled_first_and_writes_its_calibrati
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     written = tmp_path / "out" / "train.calibration.json"
-    assert "nsync: calibration: timed nvtx:step N (5 times), marks (5 times) in " in done.stderr
+    assert "nsync: calibration: timed nvtx:step N (5 times), marks (5 times); wrote " in done.stderr
     data = json.loads(written.read_text())
     assert data["schema"] == "nsync.calibration/1" and data["command"][1:] == [str(script)]
     assert data["intervals_ns"]["nvtx:step N"] == [2_500_000, 3_000_000, 2_500_000, 3_000_000]

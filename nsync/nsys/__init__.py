@@ -1,12 +1,21 @@
 """Stage 0: locate and drive a real nsys (profile, import, export)."""
 
-from nsync.nsys.capture import CaptureOptions, CaptureResult, export_sqlite, exported, profile_flags, run_capture
+from nsync.nsys.capture import (
+    CaptureOptions,
+    CaptureResult,
+    WindowNeverOpened,
+    export_sqlite,
+    exported,
+    profile_flags,
+    run_capture,
+)
 from nsync.nsys.locate import Nsys, find_nsys
 
 __all__ = [
     "CaptureOptions",
     "CaptureResult",
     "Nsys",
+    "WindowNeverOpened",
     "export_sqlite",
     "exported",
     "find_nsys",

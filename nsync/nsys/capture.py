@@ -26,6 +26,7 @@ from nsync.nsys import inject
 from nsync.nsys.hang import QUIET_S, HangWatch, session_agents, stop_agents
 from nsync.nsys.locate import Nsys, find_nsys
 from nsync.nsys.output import relay
+from nsync.nsys.window import NVTX_CAPTURE_ENV, CaptureWindow, WindowOutcome, outcome
 
 Say = Callable[[str], None]
 
@@ -45,6 +46,7 @@ class CaptureOptions:
     keep_report: bool = True
     hang_s: float = QUIET_S  # nsys making no progress this long after the program ended: hung (nsync.nsys.hang)
     step_marks: bool = True  # mark each optimizer step with an NVTX range (nsync.nsys.inject)
+    window: CaptureWindow | None = None  # capture these steps only (needs step_marks' sitecustomize)
 
     @property
     def base(self) -> Path:
@@ -56,6 +58,7 @@ class CaptureResult:
     report: Path | None
     exit_code: int
     interrupted: bool
+    window: WindowOutcome | None = None  # what the capture window saw, when there was one
 
 
 def profile_flags(nsys: Nsys, options: CaptureOptions) -> tuple[list[str], list[str]]:
@@ -99,11 +102,12 @@ def profile_flags(nsys: Nsys, options: CaptureOptions) -> tuple[list[str], list[
             notes.append(f"nsys {nsys.version_str} has no --python-sampling: ignored")
     if options.duration_s is not None:
         flags.append(f"--duration={max(1, round(options.duration_s))}")
-    if options.capture_range:
+    if options.window is not None:
+        flags += options.window.nsys_flags()
+    elif options.capture_range:
         flags += [f"--capture-range={options.capture_range}", "--capture-range-end=stop"]
         if options.capture_range == "nvtx" and options.nvtx_range:
-            # match plain (unregistered) range names, which is what torch.cuda.nvtx.range_push makes
-            flags += [f"--nvtx-capture={options.nvtx_range}", "--env-var=NSYS_NVTX_PROFILER_REGISTER_ONLY=0"]
+            flags.append(f"--nvtx-capture={options.nvtx_range}")  # (and NVTX_CAPTURE_ENV: program_env)
     return [*flags, *options.nsys_args], notes
 
 
@@ -124,7 +128,7 @@ def run_capture(nsys: Nsys, command: Sequence[str], options: CaptureOptions, say
             flags = [f"--env-var=TMPDIR={os.environ.get('TMPDIR', tempfile.gettempdir())}", *flags]
         argv = [str(nsys.path), "profile", *flags, *command]
         try:
-            proc = subprocess.Popen(argv, env=program_env(options, scratch), stdout=subprocess.PIPE)
+            proc = subprocess.Popen(argv, env=program_env(options, Path(scratch)), stdout=subprocess.PIPE)
         except OSError as err:
             raise NsysError(f"cannot start {nsys.path}: {err.strerror}") from err
         assert proc.stdout is not None
@@ -133,6 +137,15 @@ def run_capture(nsys: Nsys, command: Sequence[str], options: CaptureOptions, say
         code, interrupted, hung = _wait(nsys, proc, watch, say)
         relaying.join(timeout=RELAY_DRAIN_S)  # an agent left holding the pipe must not block us
         report = _report(nsys, options, say, Path(scratch))
+        seen = outcome(Path(scratch) / WINDOW_FOLDER) if options.window is not None else None
+    ended_normally = code >= 0 and not (hung or interrupted)
+    if ended_normally and options.window is not None and seen is not None and seen.processes and not seen.opened_by:
+        if report is not None:
+            report.unlink()  # nsys 2022.4 writes an empty report when its capture range never began
+        raise WindowNeverOpened(_never_opened(options.window, seen), seen)
+    if interrupted and report is None and seen is not None and not seen.opened_by:
+        say("interrupted before the capture window opened: nothing was captured")
+        raise KeyboardInterrupt
     if code < 0 and report is None and not hung:
         raise NsysError(f"nsys was killed by signal {_signal_name(-code)} before writing a report")
     if report is None and hung:
@@ -147,10 +160,33 @@ def run_capture(nsys: Nsys, command: Sequence[str], options: CaptureOptions, say
         if watch.program_exit_code is None:
             say("note: the program's exit code is unknown: nsys was shut down after it ended")
         code = watch.program_exit_code or 0
-    return CaptureResult(report=report, exit_code=code, interrupted=interrupted)
+    if seen is not None and seen.ended_program and seen.opened_by == "time" and code in (-signal.SIGTERM, 143):
+        code = 0  # the SIGTERM that ended a window by the clock was nsync's, not the program's failure
+    return CaptureResult(report=report, exit_code=code, interrupted=interrupted, window=seen)
 
 
 RELAY_DRAIN_S = 5
+
+
+class WindowNeverOpened(NsysError):
+    """The program ended before its capture window opened: nothing was captured."""
+
+    def __init__(self, message: str, seen: WindowOutcome) -> None:
+        super().__init__(message)
+        self.seen = seen
+
+
+def _never_opened(window: CaptureWindow, seen: WindowOutcome) -> str:
+    if seen.optimizer_steps:
+        return (
+            f"nothing was captured: the program ended after {seen.optimizer_steps} optimizer step(s), before the "
+            f"capture window opened at step {window.warmup_steps} (CaptureWindow.warmup_steps): capture fewer "
+            "warm-up steps, or the whole run (CaptureOptions.window=None)"
+        )
+    return (
+        "nothing was captured: the program ended before any optimizer step, and before it had used CUDA for "
+        f"{window.wait_s:g} s (when a window by the clock opens): capture the whole run (CaptureOptions.window=None)"
+    )
 
 
 def _written(options: CaptureOptions, scratch: Path) -> list[Path]:
@@ -158,12 +194,20 @@ def _written(options: CaptureOptions, scratch: Path) -> list[Path]:
     return [*scratch.glob("*"), *options.out_dir.glob(f"{glob.escape(options.name)}.*")]
 
 
-def program_env(options: CaptureOptions, scratch: str) -> dict[str, str]:
+WINDOW_FOLDER = "window"  # in the scratch folder: what the program's processes saw of the window
+
+
+def program_env(options: CaptureOptions, scratch: Path) -> dict[str, str]:
     """The environment nsys (and the program it starts) runs in: nsys's scratch TMPDIR, and with
-    ``step_marks`` the folder of nsync's ``sitecustomize`` first on PYTHONPATH."""
-    env = {**os.environ, "TMPDIR": scratch}
+    ``step_marks`` the folder of nsync's ``sitecustomize`` first on PYTHONPATH, with the window's settings."""
+    env = {**os.environ, "TMPDIR": str(scratch)}
+    if options.window is not None or options.capture_range == "nvtx":
+        env.update(NVTX_CAPTURE_ENV)
     if options.step_marks:
         env["PYTHONPATH"] = inject.pythonpath(env.get("PYTHONPATH"))
+        if options.window is not None:
+            (scratch / WINDOW_FOLDER).mkdir()
+            env.update(options.window.env(scratch / WINDOW_FOLDER))
     return env
 
 

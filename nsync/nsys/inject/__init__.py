@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 STEP_MARK = "nsync: optimizer step"
+WINDOW_RANGE = "nsync-window"  # the NVTX start/end range around the captured steps (nsync.nsys.window)
 
 
 def folder() -> Path:

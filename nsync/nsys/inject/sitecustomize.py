@@ -1,31 +1,45 @@
-"""Put on PYTHONPATH by ``nsync profile``: marks every optimizer step with an NVTX range, or, in the
-calibration run (``NSYNC_CALIBRATE_DIR`` set), times steps with CUDA events instead.
+"""Put on PYTHONPATH by ``nsync profile``: marks every optimizer step with an NVTX range, opens and closes
+the capture window, or, in the calibration run (``NSYNC_CALIBRATE_DIR`` set), times steps with CUDA events.
 
 When ``torch.optim.optimizer`` is imported, global step hooks (PyTorch's
 ``register_optimizer_step_pre_hook`` / ``..._post_hook``, called for every optimizer) open and close an
 NVTX range named ``nsync: optimizer step``. That costs about a microsecond a step and no GPU work; nsync
 then times each step from one optimizer step's end to the next.
 
+The capture window (``NSYNC_WINDOW=W:K``): the same hooks count optimizer steps. At optimizer step W an NVTX
+start/end range ``nsync-window`` begins (nsys, run with ``--capture-range=nvtx``, starts capturing there),
+and once step W+K has ended it ends (nsys stops), so the capture holds the K steps W+1..W+K. Then the
+program is ended, as ``sys.exit(0)`` from that step would end it (``NSYNC_WINDOW_END=run`` lets it run on).
+A program (the command's first Python process, ``NSYNC_WINDOW_ROOT``) with no optimizer step within
+``NSYNC_WINDOW_WAIT_S`` seconds of its start of CUDA gets a window of ``NSYNC_WINDOW_SECONDS`` seconds
+instead, opened and closed by a thread, after which it is sent SIGTERM, as nsys's own ``--duration`` ends a
+program. Each process says what happened in ``NSYNC_WINDOW_DIR/window-<pid>.json``.
+
 In the calibration run (the program without the profiler) the post hook records a CUDA event instead,
 and so does every ``torch.cuda.nvtx.range_push`` (per range name, digits read as ``N``). An event costs a
 few microseconds of host time and never waits; at exit the events are read and the GPU time between
 successive ones is written to ``NSYNC_CALIBRATE_DIR/calibration-<pid>.json``: the program's own step
-times, unprofiled.
+times, unprofiled, with where the window began in each.
 
 Nothing else changes: the ``sitecustomize`` this one shadows (if any) is run after it, no module is
 imported early, and an error here is printed and never raised into the program.
 """
 
 import atexit
+import contextlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
 import json
 import os
 import re
+import signal
 import sys
+import threading
+import time
 
-_MARK = "nsync: optimizer step"
+_MARK = "nsync: optimizer step"  # nsync.nsys.inject.STEP_MARK
+_WINDOW_RANGE = "nsync-window"  # nsync.nsys.inject.WINDOW_RANGE
 _CALIBRATE_DIR = os.environ.get("NSYNC_CALIBRATE_DIR")
 _MAX_EVENTS = 20_000  # per source: a long run keeps its first steps only
 _MAX_SOURCES = 64  # range names timed
@@ -50,10 +64,14 @@ def _record(source):
         events.append(event)
 
 
+_timings_written: list = []  # once written (at exit, or by the window's thread), not again
+
+
 def _write_timings():
     timed = {k: v for k, v in _events.items() if len(v) >= 2}
-    if not timed:
+    if not timed or _timings_written:
         return
+    _timings_written.append(True)
     import torch
 
     torch.cuda.synchronize()
@@ -61,9 +79,11 @@ def _write_timings():
     for source, events in timed.items():  # no itertools.pairwise: the program's Python may be older than 3.10
         intervals[source] = [round(a.elapsed_time(b) * 1e6) for a, b in zip(events[:-1], events[1:])]  # noqa: RUF007
     path = os.path.join(_CALIBRATE_DIR, f"calibration-{os.getpid()}.json")
+    # where the window began, per source: the intervals from that index on are the captured steps'
+    began = {k: v for k, v in _window.began_at.items() if k in intervals}
     with open(path, "w") as handle:
         # nsync.calibration.RUN_SCHEMA, written as a literal: this file must not import nsync
-        json.dump({"schema": "nsync.calibration-run/1", "intervals_ns": intervals}, handle)
+        json.dump({"schema": "nsync.calibration-run/1", "intervals_ns": intervals, "window_from": began}, handle)
 
 
 _failed: set = set()
@@ -79,24 +99,143 @@ def _safely(what, fn, *args):
         return None
 
 
-def _install_step_hooks(optimizer_module):
+class _Window:
+    """The capture window's state in this process (see the module docstring)."""
+
+    def __init__(self, spec, folder):
+        warmup, _, steps = (spec or "").partition(":")
+        self.active = bool(spec and folder)
+        self.warmup = max(1, int(warmup or 1)) if self.active else 0
+        self.steps = int(steps or 0) if self.active else 0
+        self.folder = folder
+        self.run_on = os.environ.get("NSYNC_WINDOW_END") == "run"
+        self.wait_s = float(os.environ.get("NSYNC_WINDOW_WAIT_S") or 60)
+        self.seconds = float(os.environ.get("NSYNC_WINDOW_SECONDS") or 20)
+        self.done = 0  # optimizer steps ended
+        self.opened = None  # "steps" or "time"
+        self.closed = False
+        self.ending = False  # the program was asked to end
+        self.range_id = None
+        self.began_at = {}  # calibration source -> events recorded before the window began
+        self.lock = threading.Lock()
+
+    def state(self):
+        return {
+            "schema": "nsync.window/1",
+            "optimizer_steps": self.done,
+            "warmup_steps": self.warmup,
+            "steps": self.steps,
+            "opened_by": self.opened,
+            "closed": self.closed,
+            "ended_program": self.ending,
+        }
+
+    def save(self):
+        if self.active:
+            path = os.path.join(self.folder, f"window-{os.getpid()}.json")
+            with open(path, "w") as handle:
+                json.dump(self.state(), handle)
+
+    def open(self, how):
+        """Begin the window (under the lock)."""
+        self.opened = how
+        self.began_at = {source: len(events) for source, events in _events.items()}
+        if not _CALIBRATE_DIR:
+            from torch.cuda import nvtx
+
+            self.range_id = nvtx.range_start(_WINDOW_RANGE)
+        self.save()
+
+    def close(self):
+        """End the window (under the lock); whether the program is to be ended now."""
+        if self.range_id is not None:
+            from torch.cuda import nvtx
+
+            nvtx.range_end(self.range_id)
+        self.closed = True
+        self.ending = not self.run_on
+        self.save()
+        return self.ending
+
+    def before_step(self):
+        with self.lock:
+            if self.ending:  # the program caught the SystemExit and went on: end it now
+                _end_now()
+            if self.active and self.opened is None and self.done + 1 == self.warmup:
+                self.open("steps")
+
+    def after_step(self):
+        """Whether the program is to be ended (after this step's own hooks ran)."""
+        with self.lock:
+            self.done += 1
+            if self.opened == "steps" and not self.closed and self.done >= self.warmup + self.steps:
+                return self.close()
+        return False
+
+    def by_time(self):
+        """A thread: with no optimizer step ``wait_s`` after the program began to use CUDA (torch's), a window
+        of ``seconds`` by the clock; then SIGTERM, as nsys's own --duration ends a program."""
+        began = None
+        while not (self.done or self.opened):
+            time.sleep(0.25)
+            cuda = sys.modules.get("torch.cuda")
+            if began is None and cuda is not None and _safely("see CUDA", cuda.is_initialized):
+                began = time.monotonic()
+            if began is not None and time.monotonic() - began >= self.wait_s:
+                break
+        with self.lock:
+            if self.done or self.opened:
+                return
+            self.open("time")
+        time.sleep(self.seconds)
+        with self.lock:
+            ending = self.close()
+        if _CALIBRATE_DIR:
+            _safely("write the calibration timings", _write_timings)
+        if ending:
+            _flush()
+            os.kill(os.getpid(), signal.SIGTERM)
+
+
+_window = _Window(os.environ.get("NSYNC_WINDOW"), os.environ.get("NSYNC_WINDOW_DIR"))
+
+
+def _flush():
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):  # a closed stream has nothing left to say
+            stream.flush()
+
+
+def _end_now():
     if _CALIBRATE_DIR:
+        _safely("write the calibration timings", _write_timings)
+    _flush()
+    os._exit(0)
 
-        def after_step(optimizer, args, kwargs):
-            _safely("time an optimizer step", _record, "marks")
 
-        optimizer_module.register_optimizer_step_post_hook(after_step)
-        return
-    try:
-        from torch.cuda import nvtx
-    except Exception:  # no CUDA build: nothing to mark
-        return
+def _install_step_hooks(optimizer_module):
+    nvtx = None
+    if not _CALIBRATE_DIR:
+        try:
+            from torch.cuda import nvtx
+        except Exception:  # no CUDA build: nothing to mark
+            if not _window.active:
+                return
 
     def before_step(optimizer, args, kwargs):
-        nvtx.range_push(_MARK)
+        if _window.active:
+            _safely("open the capture window", _window.before_step)
+        if nvtx is not None:
+            nvtx.range_push(_MARK)
 
     def after_step(optimizer, args, kwargs):
-        nvtx.range_pop()
+        if nvtx is not None:
+            nvtx.range_pop()
+        if _CALIBRATE_DIR:
+            _safely("time an optimizer step", _record, "marks")
+        if _window.active and _safely("close the capture window", _window.after_step):
+            _flush()
+            raise SystemExit(0)
 
     optimizer_module.register_optimizer_step_pre_hook(before_step)
     optimizer_module.register_optimizer_step_post_hook(after_step)
@@ -154,4 +293,9 @@ _installs = {"torch.optim.optimizer": _install_step_hooks}
 if _CALIBRATE_DIR:
     _installs["torch.cuda.nvtx"] = _time_ranges
 sys.meta_path.insert(0, _AfterImport(_installs))
+if _window.active:
+    atexit.register(_safely, "say what the capture window saw", _window.save)
+    # the clock's window only in the command's first Python process: never in one it starts (a worker, a helper)
+    if os.environ.pop("NSYNC_WINDOW_ROOT", None):
+        threading.Thread(target=_window.by_time, name="nsync-window", daemon=True).start()
 _run_shadowed_sitecustomize()

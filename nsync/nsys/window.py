@@ -1,0 +1,123 @@
+"""The capture window: which optimizer steps of a long job ``nsync profile`` captures, and what happened.
+
+The injected ``sitecustomize`` (nsync/nsys/inject) counts the program's optimizer steps, begins the NVTX
+range :data:`WINDOW_RANGE` at step W and ends it after step W+K, then ends the program; nsys, run with
+``--capture-range=nvtx``, captures only inside that range. A program with no optimizer step gets a window by
+the clock. Each process writes what it saw into a folder of nsync's (:func:`outcome` reads them).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from nsync.nsys.inject import WINDOW_RANGE
+
+STATE_SCHEMA = "nsync.window/1"
+
+
+@dataclass(frozen=True)
+class CaptureWindow:
+    """Capture ``steps`` optimizer steps after ``warmup_steps`` (at least 1: the window opens at an optimizer
+    step); without optimizer steps, ``seconds`` seconds once CUDA has run ``wait_s`` seconds. ``run_to_end``:
+    let the program finish after the window (the capture stops either way). A program that ends before its
+    window opened, within ``rerun_whole_s`` seconds, is captured again whole (else: an error)."""
+
+    warmup_steps: int = 10
+    steps: int = 40
+    run_to_end: bool = False
+    wait_s: float = 60.0
+    seconds: float = 20.0
+    rerun_whole_s: float = 60.0  # a program that ended before its window this fast is captured again, whole
+
+    def describe(self) -> str:
+        first, last = self.warmup_steps + 1, self.warmup_steps + self.steps
+        then = (
+            "letting it run to its end"
+            if self.run_to_end
+            else "then ending it (CaptureWindow(run_to_end=True) lets it finish)"
+        )
+        return (
+            f"capturing optimizer steps {first}-{last} of the program (after {self.warmup_steps} of warm-up), "
+            f"{then}; a program with no optimizer step is captured for {self.seconds:g} s once it has used CUDA "
+            f"for {self.wait_s:g} s"
+        )
+
+    def env(self, folder: Path, ending: bool | None = None) -> dict[str, str]:
+        """The variables the sitecustomize reads; ``ending`` overrides ``run_to_end`` (the calibration run
+        is always ended after its window)."""
+        end = not self.run_to_end if ending is None else ending
+        return {
+            "NSYNC_WINDOW": f"{self.warmup_steps}:{self.steps}",
+            "NSYNC_WINDOW_DIR": str(folder),
+            "NSYNC_WINDOW_END": "exit" if end else "run",
+            "NSYNC_WINDOW_WAIT_S": f"{self.wait_s:g}",
+            "NSYNC_WINDOW_SECONDS": f"{self.seconds:g}",
+            "NSYNC_WINDOW_ROOT": "1",
+        }
+
+    @staticmethod
+    def nsys_flags() -> list[str]:
+        """nsys captures inside the range (whose plain, unregistered name needs NVTX_CAPTURE_ENV)."""
+        return ["--capture-range=nvtx", f"--nvtx-capture={WINDOW_RANGE}", "--capture-range-end=stop"]
+
+
+# In the program's environment (nsys allows one --env-var flag, which carries its TMPDIR): nsys's NVTX capture
+# ranges then match plain (unregistered) range names, as torch.cuda.nvtx's are
+NVTX_CAPTURE_ENV = {"NSYS_NVTX_PROFILER_REGISTER_ONLY": "0"}
+
+
+@dataclass(frozen=True)
+class WindowOutcome:
+    """What the program's processes saw (``processes``: how many said): the most optimizer steps one of them
+    ended, how the window opened (``steps``, ``time``, or None: never), whether it closed and whether nsync
+    ended the program."""
+
+    processes: int = 0
+    optimizer_steps: int = 0
+    opened_by: str | None = None
+    closed: bool = False
+    ended_program: bool = False
+
+    def complete(self, window: CaptureWindow) -> bool:
+        return self.opened_by == "time" or self.optimizer_steps >= window.warmup_steps + window.steps
+
+
+def outcome(folder: Path) -> WindowOutcome:
+    """Read what the processes wrote (unreadable or foreign files are left out)."""
+    states = []
+    for path in sorted(folder.glob("window-*.json")):
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict) and data.get("schema") == STATE_SCHEMA:
+            states.append(data)
+    if not states:
+        return WindowOutcome()
+    opened = [s for s in states if s.get("opened_by") in ("steps", "time")]
+    return WindowOutcome(
+        processes=len(states),
+        optimizer_steps=max(int(s.get("optimizer_steps") or 0) for s in states),
+        opened_by=str(opened[0]["opened_by"]) if opened else None,
+        closed=any(bool(s.get("closed")) for s in opened),
+        ended_program=any(bool(s.get("ended_program")) for s in states),
+    )
+
+
+def is_python(command: list[str]) -> bool:
+    """Whether ``command`` starts a Python interpreter or a Python script (torchrun, accelerate...): only
+    there can the sitecustomize open the window."""
+    first = command[0] if command else ""
+    if Path(first).name.startswith("python"):
+        return True
+    found = first if os.sep in first else shutil.which(first)
+    try:
+        with open(found or first, "rb") as handle:
+            head = handle.readline(200)
+    except OSError:
+        return False
+    return head.startswith(b"#!") and b"python" in head

@@ -1,0 +1,227 @@
+"""`nsync profile` captures a window of optimizer steps of a long job, then ends it.
+
+The programs use a stand-in torch (tests/test_calibration.py) whose NVTX calls are real (the `nvtx` package),
+so that Debian's nsys 2022.4 really opens and closes its capture on them without a GPU; its CUDA events read a
+clock the program sets, so the calibration's step times are known by construction.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from nsync.calibration import run_calibration
+from nsync.nsys.inject import STEP_MARK, WINDOW_RANGE
+from nsync.nsys.window import CaptureWindow, is_python
+from tests.test_calibration import fake_torch
+from tests.test_cli import assert_one_line_error
+from tests.test_real_nsys import needs_nsys
+
+NSYNC = str(Path(sys.executable).parent / "nsync")
+REAL_NVTX = (
+    "import nvtx as _real\ncalls = []\n"
+    "def range_push(name): calls.append(('push', name)); _real.push_range(name)\n"
+    "def range_pop(): calls.append(('pop',)); _real.pop_range()\n"
+    "def range_start(name): calls.append(('start', name)); return _real.start_range(name)\n"
+    "def range_end(handle): calls.append(('end',)); _real.end_range(handle)\n"
+)
+# A training loop of argv[1] steps: step i (1-based) takes 2.0 ms on the GPU clock when i is odd, 2.5 when even,
+# and 2 ms of the host's; 'finished' is written only if the loop runs to its end.
+TRAIN = """import pathlib, sys, time
+import torch, torch.cuda as cuda
+from torch.optim.optimizer import Optimizer
+cuda.initialized = True
+optimizer = Optimizer()
+for i in range(int(sys.argv[1])):
+    time.sleep(0.002)
+    cuda.clock_ms += 2.0 + (i % 2) * 0.5
+    optimizer.step()
+pathlib.Path("finished").write_text(sys.argv[1])
+"""
+# No optimizer: batches of 10 ms in NVTX ranges, for 100 s if nothing stops it.
+INFER = """import pathlib, time
+import torch, torch.cuda as cuda
+from torch.cuda import nvtx
+cuda.initialized = True
+for i in range(10_000):
+    nvtx.range_push(f"batch {i}"); time.sleep(0.01); cuda.clock_ms += 10.0; nvtx.range_pop()
+pathlib.Path("finished").write_text("yes")
+"""
+
+
+@pytest.fixture
+def job(tmp_path: Path) -> Path:
+    """A folder with the stand-in torch (real NVTX) and the two programs."""
+    fake = fake_torch(tmp_path / "fake")
+    (fake / "torch/cuda/nvtx.py").write_text(REAL_NVTX)
+    (tmp_path / "train.py").write_text(TRAIN)
+    (tmp_path / "infer.py").write_text(INFER)
+    return tmp_path
+
+
+def profile(job: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(job / "fake")}
+    return subprocess.run(
+        [NSYNC, "profile", "--python", sys.executable, "-o", "out", *args],
+        cwd=job, capture_output=True, text=True, env=env, timeout=300,
+    )  # fmt: skip
+
+
+def ranges(trace: Path) -> dict[str, list[tuple[int, int]]]:
+    """The NVTX ranges nsys captured, by name: [(start, end)]."""
+    with sqlite3.connect(trace) as db:
+        rows = db.execute(
+            "SELECT coalesce(e.text, s.value), e.start, e.end FROM NVTX_EVENTS e "
+            "LEFT JOIN StringIds s ON s.id = e.textId WHERE e.end IS NOT NULL ORDER BY e.start"
+        ).fetchall()
+    found: dict[str, list[tuple[int, int]]] = {}
+    for name, start, end in rows:
+        found.setdefault(name, []).append((start, end))
+    return found
+
+
+@pytest.mark.slow
+@needs_nsys
+def test_a_job_of_20000_steps_is_captured_for_its_window_and_ended(job: Path) -> None:
+    """The whole run would take 2 x 20 000 x >= 2 ms (calibration run and capture): at least 80 s."""
+    started = time.monotonic()
+    done = profile(job, "train.py", "20000")
+    elapsed = time.monotonic() - started
+    assert done.returncode == 0, done.stderr
+    assert elapsed < 40, elapsed
+    assert not (job / "finished").exists()  # ended after the window, in both runs
+    captured = ranges(job / "out/train.sqlite")
+    assert len(captured[STEP_MARK]) == 41  # optimizer steps 10..50 bound the 40 steps 11..50
+    (window,) = captured[WINDOW_RANGE]
+    assert window[0] <= captured[STEP_MARK][0][0] and captured[STEP_MARK][-1][1] <= window[1]
+    calibration = json.loads((job / "out/train.calibration.json").read_text())
+    assert calibration["intervals_ns"] == {"marks": [2_000_000, 2_500_000] * 20}  # steps 11..50, by construction
+    assert "capturing optimizer steps 11-50 of the program (after 10 of warm-up)" in done.stderr
+    assert "the program was ended after the capture window (--run-to-end lets it finish)" in done.stderr
+
+
+@pytest.mark.slow
+@needs_nsys
+def test_run_to_end_lets_the_program_finish_and_whole_run_captures_every_step(job: Path) -> None:
+    done = profile(job, "--run-to-end", "--steps", "5", "--warmup-steps", "3", "train.py", "80")
+    assert done.returncode == 0, done.stderr
+    assert (job / "finished").read_text() == "80"
+    assert len(ranges(job / "out/train.sqlite")[STEP_MARK]) == 6
+    (job / "finished").unlink()
+    whole = profile(job, "--whole-run", "train.py", "60")
+    assert whole.returncode == 0, whole.stderr
+    assert (job / "finished").read_text() == "60"
+    captured = ranges(job / "out/train.sqlite")
+    assert len(captured[STEP_MARK]) == 60 and WINDOW_RANGE not in captured
+
+
+@pytest.mark.slow
+@needs_nsys
+def test_a_program_shorter_than_its_window_is_captured_whole_and_without_calibration_says_nothing_was(
+    job: Path,
+) -> None:
+    done = profile(job, "train.py", "30")
+    assert done.returncode == 0, done.stderr
+    assert "ended on its own after 30 optimizer step(s)" in done.stderr and "capturing its whole run" in done.stderr
+    assert len(ranges(job / "out/train.sqlite")[STEP_MARK]) == 30
+    blind = profile(job, "--no-calibrate", "train.py", "5")  # no calibration run to tell: a short run is redone
+    assert blind.returncode == 0, blind.stderr
+    assert "the program ended after 5 optimizer step(s) in " in blind.stderr
+    assert "before its capture window opened: capturing its whole run instead" in blind.stderr
+    assert len(ranges(job / "out/train.sqlite")[STEP_MARK]) == 5
+
+
+@pytest.mark.slow
+@needs_nsys
+def test_a_long_run_that_ends_before_its_window_says_nothing_was_captured(job: Path, monkeypatch) -> None:
+    from nsync import NsysError
+    from nsync.nsys import CaptureOptions
+    from nsync.profile import profile as profile_run
+
+    monkeypatch.chdir(job)
+    monkeypatch.setenv("PYTHONPATH", str(job / "fake"))
+    window = CaptureWindow(rerun_whole_s=0)  # every run counts as long
+    options = CaptureOptions(out_dir=job / "out", name="train", window=window)
+    with pytest.raises(NsysError) as caught:
+        profile_run([sys.executable, "train.py", "5"], options, calibrate=False)
+    assert str(caught.value) == (
+        "nothing was captured: the program ended after 5 optimizer step(s), before the capture window opened at "
+        "step 10 (CaptureWindow.warmup_steps): capture fewer warm-up steps, or the whole run "
+        "(CaptureOptions.window=None)"
+    )
+    assert not (job / "out/train.nsys-rep").exists()  # the empty report nsys 2022.4 wrote is not kept
+
+
+@pytest.mark.slow
+@needs_nsys
+def test_a_program_without_optimizer_steps_is_captured_by_the_clock_then_ended(job: Path) -> None:
+    done = profile(job, "--wait-for-steps", "1", "--duration", "1", "infer.py")
+    assert done.returncode == 0, done.stderr  # the SIGTERM that ended it was nsync's
+    assert not (job / "finished").exists()
+    (window,) = ranges(job / "out/infer.sqlite")[WINDOW_RANGE]
+    assert 0.9e9 < window[1] - window[0] < 1.5e9
+
+
+def test_window_flags_need_a_window(tmp_path: Path) -> None:
+    script = tmp_path / "t.py"
+    script.write_text("pass\n")
+    argv = [NSYNC, "profile", "--whole-run", "--steps", "5", str(script)]
+    done = subprocess.run(argv, capture_output=True, text=True)
+    assert_one_line_error(done, 2, "--steps choose a window of steps: not with --whole-run or --capture-range")
+
+
+def test_only_python_programs_get_a_window(tmp_path: Path) -> None:
+    launcher = tmp_path / "launch"
+    launcher.write_text("#!/usr/bin/env python3\nprint('torchrun-like')\n")
+    assert is_python([sys.executable, "x.py"]) and is_python([str(launcher)]) and is_python(["python3"])
+    assert not is_python(["/bin/sh", "-c", "true"]) and not is_python(["no-such-program"])
+
+
+def test_the_window_opens_at_step_w_closes_after_w_plus_k_and_ends_the_program(tmp_path: Path) -> None:
+    """Without nsys: the sitecustomize's calls, in order. A program that catches the SystemExit and goes on is
+    ended at its next step."""
+    from nsync.nsys import inject
+
+    fake = fake_torch(tmp_path / "fake")
+    program = (
+        "import sys, torch\nfrom torch.cuda import nvtx\nfrom torch.optim.optimizer import Optimizer\n"
+        "opt = Optimizer()\nfor i in range(20):\n"
+        "    try:\n        opt.step()\n    except SystemExit:\n"
+        "        print(nvtx.calls, flush=True)\n        if sys.argv[1] == 'exit': raise\n"
+        "print('ran to the end')\n"
+    )
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "PYTHONPATH": f"{inject.folder()}:{fake}",
+        **CaptureWindow(warmup_steps=2, steps=3).env(tmp_path),
+    }
+    mark = [("push", STEP_MARK), ("pop",)]
+    for how in ("exit", "swallow"):
+        done = subprocess.run([sys.executable, "-c", program, how], capture_output=True, text=True, env=env, timeout=60)
+        assert done.returncode == 0, done.stderr
+        expected = mark + [("start", WINDOW_RANGE)] + mark * 4 + [("end",)]  # opened at step 2, closed after 5
+        assert done.stdout == f"{expected}\n"  # never 'ran to the end'
+        state = json.loads(next(tmp_path.glob("window-*.json")).read_text())
+        assert (state["optimizer_steps"], state["opened_by"], state["ended_program"]) == (5, "steps", True)
+
+
+def test_the_calibration_run_is_ended_after_the_window_and_knows_where_it_began(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("PYTHONPATH", str(fake_torch(tmp_path / "fake")))
+    (tmp_path / "train.py").write_text(TRAIN)
+    monkeypatch.chdir(tmp_path)
+    run = run_calibration(
+        [sys.executable, "train.py", "1000"], tmp_path / "c.json", print, CaptureWindow(warmup_steps=4, steps=6)
+    )
+    assert run is not None and run.calibration is not None and run.window is not None
+    assert (run.window.optimizer_steps, run.window.ended_program) == (10, True)
+    assert not (tmp_path / "finished").exists()
+    assert run.calibration.window_from == {"marks": 3}
+    ms = 1e6
+    assert run.calibration.of_window().intervals_ns["marks"].tolist() == [2.0 * ms, 2.5 * ms] * 3  # steps 5..10
