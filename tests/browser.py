@@ -43,3 +43,14 @@ def load(page: Path) -> tuple[str, list[str]]:
         )
     console = [m.group(1) for m in map(_CONSOLE.search, done.stderr.splitlines()) if m]
     return done.stdout, console
+
+
+def figures_of(page: str) -> dict[str, dict[str, object]]:
+    """The charts' figures a report carries (gzipped JSON in base64, as its loader reads them)."""
+    import base64
+    import gzip
+    import json
+
+    found = re.search(r'<script type="application/octet-stream" id="nsync-figures">([^<]*)</script>', page)
+    assert found, "no figures in the page"
+    return json.loads(gzip.decompress(base64.b64decode(found.group(1))))

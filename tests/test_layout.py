@@ -11,7 +11,7 @@ import pytest
 
 from nsync import build_report, render_html, render_markdown
 from nsync.render.figures import steps_figure, timeline_figure
-from tests.browser import CHROMIUM, FLAGS, needs_chromium
+from tests.browser import CHROMIUM, FLAGS, figures_of, needs_chromium
 from tests.test_cli import NSYNC, ROOT, run
 
 DEG = ROOT / "fixtures/h200/print_deg.sqlite.xz"
@@ -114,8 +114,11 @@ def test_the_report_puts_the_saving_in_the_ranking_and_reds_only_real_idle(h200_
 def test_a_healthy_timeline_has_a_time_axis_and_the_step_chart_names_its_bars(h200_analysis) -> None:
     healthy = build_report(h200_analysis("print_ok"))
     figure = timeline_figure(healthy.timeline)
-    assert "ms from" in figure.layout.xaxis.title.text  # one panel: no lead without syncs, the axis under it
-    names = [trace.name for trace in steps_figure(healthy).data]
+    assert figure is not None and "ms from" in figure["layout"]["xaxis"]["title"]["text"]
+    assert figure["layout"]["xaxis"]["anchor"] == "y"  # no lead panel without syncs: the axis under the lanes
+    steps = steps_figure(healthy)
+    assert steps is not None
+    names = [trace["name"] for trace in steps["data"]]
     assert names[:2] == ["step on the host (NVTX range)", "step on the GPU"]
 
 
@@ -136,4 +139,8 @@ def test_the_diff_panels_both_have_time_axes(h200_analysis) -> None:
     from nsync.render.html import render_diff_html
 
     page = render_diff_html(diff(h200_analysis("print_ok"), h200_analysis("print_deg")))
-    assert page.count("ms from") >= 2
+    figures = figures_of(page)
+    assert sorted(figures) == ["timeline-baseline", "timeline-candidate"]
+    assert all("ms from" in f["layout"]["xaxis"]["title"]["text"] for f in figures.values())
+    scales = {tuple(f["layout"]["xaxis"]["range"]) for f in figures.values()}
+    assert len(scales) == 1  # one time scale for both

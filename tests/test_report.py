@@ -5,7 +5,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from nsync import AnalysisConfig, analyze, render_html, render_markdown
+import pytest
+
+from nsync import AnalysisConfig, analyze, build_report, render_html, render_markdown
+from nsync.render.figures import timeline_figure
 from tests.browser import load, needs_chromium
 from tests.test_real_nsys import needs_nsys
 from tests.tracebuilder import TraceBuilder
@@ -25,7 +28,7 @@ def write_report(analysis, path: Path) -> Path:
 def test_print_deg_report_renders_in_chromium_with_the_print_first(h200_analysis, tmp_path):
     page = write_report(h200_analysis("print_deg"), tmp_path / "report.html")
     size = page.stat().st_size
-    assert size < 6_000_000  # plotly's JS (4.8 MB) inlined once, the rest is small
+    assert size < 1_000_000  # plotly.js's basic bundle gzipped (0.53 MB in base64), the rest is small
     assert not re.search(r"<script[^>]*\bsrc=", page.read_text())  # nothing fetched: works offline
     dom, console = load(page)
     assert console == []
@@ -128,3 +131,81 @@ def test_markdown_summary_is_a_compact_pr_table(tmp_path):
         "|---|---|---:|---:|\n"
         "| start-up | `train.py:42` | 1 | 0.512 |\n"
     )
+
+
+def _timeline(ops: list[tuple[int, int]], windows: list[tuple[int, int]], span: tuple[int, int]):
+    from nsync.render.model import Timeline, TimelineCalls, TimelineLead, TimelineOps, TimelineSyncs
+
+    n, k = len(ops), len(windows)
+    return Timeline(
+        span[0], span[1], "a slice", None,
+        TimelineOps([a for a, _ in ops], [b for _, b in ops], ["GPU 0 · stream 7"] * n, ["kernel"] * n, ["k"] * n,
+                    [0] * n),
+        TimelineCalls([], [], [], []),
+        TimelineSyncs([a - 5 for a, _ in windows], [a for a, _ in windows], ["t"] * k, ["stream"] * k,
+                      [a for a, _ in windows], [b for _, b in windows], [0] * k, [f"a.py:{i}" for i in range(k)],
+                      ["f"] * k),
+        TimelineLead([], [], []),
+    )  # fmt: skip
+
+
+def test_gpu_activity_splits_idle_by_the_window_that_began_last() -> None:
+    """Kernels [0,10] [5,20] [30,40] in [0,50]: busy [0,20] and [30,40]. Windows A [15,35] and B [25,45]: idle
+    [20,25] is A's, [25,30] and [40,45] B's (it began last), [45,50] no sync's."""
+    activity = _timeline([(0, 10), (5, 20), (30, 40)], [(15, 35), (25, 45)], (0, 50)).gpu_activity()
+    assert list(zip(activity.start_ns, activity.end_ns, activity.busy, activity.sync)) == [
+        (0, 20, True, -1), (20, 25, False, 0), (25, 30, False, 1), (30, 40, True, -1), (40, 45, False, 1),
+        (45, 50, False, -1),
+    ]  # fmt: skip
+
+
+def test_the_gpu_panel_draws_every_exposed_idle_span_however_many() -> None:
+    """1000 steps of 100 ns: a kernel [0,30], a sync's window over [30,80], idle to 100. Before, the shading
+    stopped at 300 windows; the panel's orange now holds all 1000 (50 % of the time) and its dark 30 %."""
+    ops = [(100 * i, 100 * i + 30) for i in range(1000)]
+    windows = [(100 * i + 30, 100 * i + 80) for i in range(1000)]
+    use = _timeline(ops, windows, (0, 100_000)).gpu_utilisation(bins=200)
+    assert use.exposed == [0.5] * 200 and use.busy == [0.3] * 200
+    assert use.sync == [5 * b + 2 for b in range(200)]  # the window over each bin's middle (its step's +50 ns)
+    figure = timeline_figure(_timeline(ops, windows, (0, 100_000)))
+    assert figure is not None
+    (orange,) = [t for t in figure["data"] if t["name"] == "GPU idle after a sync"]
+    assert sum(orange["y"][:-1]) / (len(orange["y"]) - 1) == pytest.approx(50, abs=0.5)  # bins of 66.7 ns
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "name",
+    [
+        "h200/print_deg",
+        "h200/w_item_degraded",
+        "real/timm_gradnorm",
+        "real/hf_trainer",
+        "real/resnet_train",
+        "real/lstm_lm",
+        "real/compiled_train",
+    ],
+)
+def test_every_report_is_at_most_1_5_mb_and_renders_in_seconds(name: str, h200, real) -> None:
+    """plotly's whole bundle made every report 4.8-5.8 MB, and a shape per exposed-idle window made timm's take
+    56-104 s to render."""
+    import time
+
+    folder, stem = name.split("/")
+    report = build_report(analyze((h200 if folder == "h200" else real)(stem)))
+    started = time.perf_counter()
+    page = render_html(report)
+    assert time.perf_counter() - started < 15
+    assert len(page.encode()) <= 1_500_000
+
+
+@needs_chromium
+def test_the_busiest_timeline_and_its_step_chart_are_drawn_in_chromium(real, tmp_path) -> None:
+    page = tmp_path / "timm.html"
+    page.write_text(render_html(analyze(real("timm_gradnorm"))), encoding="utf-8")
+    dom, console = load(page)
+    assert console == []
+    for chart in ("timeline", "steps"):
+        drawn = re.search(rf'<div id="{chart}" class="chart[^"]*"[^>]*>(.*?)</svg>', dom, re.S)
+        assert drawn and 'class="main-svg"' in drawn.group(1), chart
+    assert "timm_gradnorm.py:30" in dom  # the longest idle after a sync is named on the chart

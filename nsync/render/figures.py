@@ -1,236 +1,354 @@
-"""Plotly figures of an analysis: the timeline excerpt and the per-step chart.
+"""The report's charts as plotly.js figures (plain data and layout, for ``Plotly.newPlot``): the timeline
+excerpt and the per-step chart.
 
-Every string from the trace is HTML-escaped before plotly sees it (plotly renders a subset of HTML in
-hover text and labels); plotly itself JSON-escapes ``<``, ``>`` and ``/`` when it embeds the data.
+Each figure is built once, as columns: one trace per kind of mark, every shape in one list, so the cost is
+linear in what is drawn. Repeated strings (kernel names, hover labels) are written once in the figure's
+``labels`` and referred to by index (``html.py``'s loader expands them in the browser). Every string from
+the trace is HTML-escaped here, since plotly renders a subset of HTML in hover text and labels.
 """
 
 from __future__ import annotations
 
 import html
-from dataclasses import asdict
+from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 if TYPE_CHECKING:
     from nsync.render.model import Report, Timeline
 
+Figure = dict[str, Any]
+
 OP_COLOURS = {"kernel": "#4c78a8", "memcpy": "#54a24b", "memset": "#b279a2", "graph": "#72b7b2"}
-CALL_COLOUR, SYNC_COLOUR, EXPOSED_COLOUR, LEAD_COLOUR = "#bab0ac", "#e45756", "#f58518", "#222222"
+CALL_COLOUR, SYNC_COLOUR, LEAD_COLOUR = "#a39a94", "#d62728", "#222222"
+BUSY_COLOUR, EXPOSED_COLOUR = "#1f4e79", "#f58518"
 MS = 1e6
+LABELLED_WINDOWS = 3  # the longest exposed-idle spans of the slice carry their sync's name on the chart
+GRID = "#ebf0f8"
 
 
-def _esc(values: pd.Series | list[object]) -> list[str]:
-    return [html.escape(str(v)) for v in values]
+def _ms(values: Any, origin: int = 0) -> list[float]:
+    """Nanoseconds as ms from ``origin``, to 10 ns: short numbers in the page."""
+    return np.round((np.asarray(values, dtype=np.float64) - origin) / MS, 5).tolist()
 
 
-def _host_lane(thread: str) -> str:
-    return f"host {html.escape(thread)}"
+class _Labels:
+    """The figure's table of strings: each distinct label written once (escaped), marks refer to it by index."""
+
+    def __init__(self) -> None:
+        self.index: dict[str, int] = {}
+
+    def of(self, labels: pd.Series | list[str]) -> np.ndarray:
+        """Each label's index in the table (factorised: the work is per distinct label, not per mark)."""
+        codes, distinct = pd.factorize(pd.Series(labels, dtype=object).astype(str))
+        known = np.array([self.index.setdefault(html.escape(s), len(self.index)) for s in distinct], np.int64)
+        return known[codes] if len(codes) else np.array([], np.int64)
+
+    def table(self) -> list[str]:
+        return list(self.index)
 
 
-def _lane_bars(
-    fig: go.Figure,
-    lanes: list[str] | pd.Series,
-    starts: pd.Series,
-    durations: pd.Series,
+def _bars(
+    lane: np.ndarray,
+    start_ns: Any,
+    end_ns: Any,
     t0: int,
     name: str,
-    marker: dict[str, object],
-    hover: list[str],
+    colour: str,
+    hover: tuple[str, np.ndarray | None, list[Any]],
     width: float,
-) -> None:
-    """Intervals as horizontal bars on categorical lanes (one trace per kind: fast for thousands)."""
-    fig.add_trace(
-        go.Bar(
-            y=lanes,
-            base=(starts - t0) / MS,
-            x=durations / MS,
-            orientation="h",
-            name=name,
-            marker=marker,
-            hovertext=hover,
-            hoverinfo="text",
-            width=width,
-        ),
-        row=1,
-        col=1,
-    )
+    outline: bool = True,
+) -> dict[str, Any]:
+    """Intervals as horizontal bars on numbered lanes, one trace per kind of mark. An ``outline`` of one
+    pixel in the bar's own colour keeps a microsecond visible at a scale of milliseconds (for a kernel, not
+    for a share of time, which must look its size). ``hover``: a plotly hover template, the label index of
+    each bar (``%{customdata[0]}``) and further columns of numbers."""
+    template, label, numbers = hover
+    start_ms = _ms(start_ns, t0)
+    return {
+        "type": "bar",
+        "orientation": "h",
+        "name": name,
+        "y": np.asarray(lane, np.int64).tolist(),
+        "base": start_ms,
+        "x": (np.asarray(_ms(end_ns, t0)) - np.asarray(start_ms)).round(5).tolist(),
+        "width": width,
+        "marker": {"color": colour, "line": {"color": colour, "width": 1 if outline else 0}},
+        "hovertemplate": template + "<extra></extra>",
+        **({} if label is None else {"customdata": np.column_stack([label, *numbers]).tolist()}),
+    }
+
+
+def _columns(table: Any) -> pd.DataFrame:
+    """A dataclass of columns as a frame (shallow: dataclasses.asdict would deep-copy every value)."""
+    return pd.DataFrame({f.name: getattr(table, f.name) for f in fields(table)})
 
 
 class _Excerpt:
-    """The timeline's columns as frames, clipped to a window."""
+    """The timeline's columns as frames, clipped to a window ([start, end] ns; None: the whole slice)."""
 
     def __init__(self, timeline: Timeline, window: list[int] | None) -> None:
         a, b = window or (timeline.start_ns, timeline.end_ns)
-        self.start_ns = a
+        self.start_ns, self.end_ns = a, b
 
-        def inside(columns: Any, end: str = "end_ns", **derived: list[int]) -> pd.DataFrame:
-            frame = pd.DataFrame({**asdict(columns), "duration_ns": columns.duration_ns, **derived})
-            return frame.loc[(frame[end] > a) & (frame["start_ns"] < b)] if window else frame
+        def inside(frame: pd.DataFrame, end: str = "end_ns") -> pd.DataFrame:
+            return frame.loc[(frame[end] > a) & (frame["start_ns"] < b)].reset_index() if window else frame
 
-        self.ops = inside(timeline.ops)
-        self.calls = inside(timeline.calls)
-        syncs = timeline.syncs
-        self.syncs = inside(syncs, end="rebuild_ns", exposed_window_ns=syncs.exposed_window_ns)
-        lead = pd.DataFrame(asdict(timeline.lead))
+        self.ops = inside(_columns(timeline.ops).drop(columns="device"))
+        self.calls = inside(_columns(timeline.calls))
+        self.syncs = inside(_columns(timeline.syncs), end="rebuild_ns")
+        lead = _columns(timeline.lead)
         self.lead = lead.loc[(lead["t_ns"] >= a) & (lead["t_ns"] <= b)] if window else lead
+        activity = _columns(timeline.gpu_activity())
+        self.exposed = inside(activity.loc[~activity["busy"] & (activity["sync"] >= 0)])
+        self.utilisation = timeline.gpu_utilisation(UTILISATION_BINS, a, b) if len(timeline.ops.start_ns) else None
+        self.sync_where = timeline.syncs.where
 
 
 def timeline_figure(
     timeline: Timeline | None, window: list[int] | None = None, x_max_ms: float | None = None
-) -> go.Figure | None:
-    """Lanes of GPU streams and host threads, syncs, exposed idle and the lead; ``window`` ([start, end]) clips
-    it (time then counts from the window's start, up to ``x_max_ms`` so that two runs share a scale)."""
+) -> Figure | None:
+    """Three panels on one time axis: how busy the GPU was and how much of it idled after a sync (named), a
+    lane per GPU stream and host thread with its kernels, copies, CUDA calls and syncs, and the host's lead.
+    ``window`` ([start, end]) clips it (time then counts from the window's start, up to ``x_max_ms`` so that
+    two runs share a scale)."""
     if timeline is None:
         return None
     excerpt = _Excerpt(timeline, window)
     if excerpt.ops.empty and excerpt.calls.empty:
         return None
     t0 = excerpt.start_ns
-    # the lead panel only where a syncing thread has a lead to show; the time axis under the last panel
-    panels = 2 if len(excerpt.lead) else 1
-    heights = [0.78, 0.22] if panels == 2 else [1.0]
-    fig = make_subplots(rows=panels, cols=1, shared_xaxes=True, row_heights=heights, vertical_spacing=0.04)
-    lanes = _gpu_lanes(fig, excerpt, t0)
-    lanes += _host_lanes(fig, excerpt, t0)
-    _exposed_windows(fig, excerpt, t0)
-    for thread, points in excerpt.lead.groupby("thread", sort=False):
-        fig.add_trace(
-            go.Scatter(
-                x=(points["t_ns"] - t0) / MS,
-                y=points["lead_ns"] / MS,
-                mode="lines",
-                line={"color": LEAD_COLOUR, "width": 1},
-                name=f"lead, {_host_lane(str(thread))}",
-                hovertemplate="lead %{y:.3f} ms<extra></extra>",
-            ),
-            row=2,
-            col=1,
-        )
-    fig.update_yaxes(categoryorder="array", categoryarray=list(reversed(lanes)), row=1, col=1)
-    if panels == 2:
-        fig.update_yaxes(title_text="host lead (ms)", rangemode="tozero", row=2, col=1)
-    fig.update_xaxes(title_text=f"ms from {t0 / MS:.3f} ms into the trace", row=panels, col=1)
+    labels = _Labels()
+    lanes: list[str] = []
+
+    def lane_of(names: pd.Series) -> np.ndarray:
+        """Each mark's lane number, lanes numbered in the order they first appear."""
+        lanes.extend(name for name in pd.unique(names) if name not in lanes)
+        return names.map({name: i for i, name in enumerate(lanes)}).to_numpy(np.int64)
+
+    data = _utilisation(excerpt, t0, labels)
+    data += _gpu_lanes(excerpt, t0, labels, lane_of)
+    data += _host_lanes(excerpt, t0, labels, lane_of)
+    data += _lead(excerpt, t0)
+    panels = _panels(bool(excerpt.utilisation), len(lanes), bool(len(excerpt.lead)))
+    x_axis: dict[str, Any] = {
+        "title": {"text": f"ms from {t0 / MS:.3f} ms into the trace"},
+        "gridcolor": GRID,
+        "anchor": panels["bottom"],  # the time axis under the last panel
+        "automargin": True,
+    }
     if x_max_ms is not None:
-        fig.update_xaxes(range=[0, x_max_ms])
-    fig.update_layout(
-        barmode="overlay",
-        height=(260 if panels == 2 else 200) + 34 * len(lanes),
-        margin={"l": 10, "r": 10, "t": 30, "b": 40},
-        legend={"orientation": "h", "y": 1.06},
-        hovermode="closest",
-        template="plotly_white",
-    )
-    return fig
+        x_axis["range"] = [0, x_max_ms]
+    layout: dict[str, Any] = {
+        "barmode": "overlay",
+        "height": panels["height"],
+        "margin": {"l": 10, "r": 10, "t": 30, "b": 40},
+        "legend": {"orientation": "h", "y": 1.0, "yanchor": "bottom", "traceorder": "normal"},
+        "hovermode": "closest",
+        "plot_bgcolor": "white",
+        "xaxis": x_axis,
+        "yaxis": {
+            "tickmode": "array",
+            "tickvals": list(range(len(lanes))),
+            "ticktext": [html.escape(name) for name in lanes],
+            "range": [len(lanes) - 0.5, -0.5],  # the first lane on top
+            "showgrid": False,
+            "domain": panels["lanes"],
+            "fixedrange": True,
+            "automargin": True,
+        },
+        "shapes": _step_bounds(timeline, t0),
+        "annotations": _named_windows(excerpt, t0),
+    }
+    if "gpu" in panels:
+        layout["yaxis3"] = {
+            "domain": panels["gpu"],
+            "title": {"text": "GPU %"},
+            "range": [0, 100],
+            "tickvals": [0, 50, 100],
+            "gridcolor": GRID,
+            "fixedrange": True,
+            "automargin": True,
+        }
+    if "lead" in panels:
+        layout["yaxis2"] = {
+            "domain": panels["lead"],
+            "title": {"text": "host lead (ms)"},
+            "rangemode": "tozero",
+            "gridcolor": GRID,
+            "fixedrange": True,
+            "automargin": True,
+        }
+    return {"data": data, "layout": layout, "labels": labels.table()}
 
 
-def _gpu_lanes(fig: go.Figure, excerpt: _Excerpt, t0: int) -> list[str]:
-    ops = excerpt.ops
-    for op in [op for op in OP_COLOURS if op in set(ops["op"])]:  # in the loader's order of kinds
-        group = ops.loc[ops["op"] == op]
-        hover = [f"{n}<br>{length / 1e3:.1f} µs" for n, length in zip(_esc(group["name"]), group["duration_ns"])]
-        _lane_bars(
-            fig,
-            group["lane"],
-            group["start_ns"],
-            group["duration_ns"],
-            t0,
-            str(op),
-            {"color": OP_COLOURS.get(str(op), "#888")},
-            hover,
-            0.7,
-        )
-    return sorted(set(ops["lane"]))
+UTILISATION_BINS = 1500  # about a pixel each on a laptop screen
+GPU_PANEL_PX, LANE_PX, LEAD_PANEL_PX, GAP_PX = 90, 30, 80, 30
 
 
-def _host_lanes(fig: go.Figure, excerpt: _Excerpt, t0: int) -> list[str]:
-    calls = excerpt.calls.assign(lane=[_host_lane(t) for t in excerpt.calls["thread"]])
-    hover = [f"{a}<br>{length / 1e3:.1f} µs" for a, length in zip(_esc(calls["api"]), calls["duration_ns"])]
-    _lane_bars(
-        fig,
-        calls["lane"],
-        calls["start_ns"],
-        calls["duration_ns"],
-        t0,
-        "CUDA API call",
-        {"color": CALL_COLOUR},
-        hover,
-        0.5,
-    )
-    syncs = excerpt.syncs
-    if len(syncs):
-        lanes = [_host_lane(t) for t in syncs["thread"]]
-        hover = [
-            f"sync ({html.escape(str(k))}) at {html.escape(w)} "
-            f"{html.escape(str(fn))}<br>wait {wait / MS:.3f} ms, exposed idle {x / MS:.3f} ms"
-            for k, w, fn, wait, x in zip(
-                syncs["kind"], syncs["where"], syncs["function"], syncs["duration_ns"], syncs["exposed_idle_ns"]
-            )
-        ]
-        _lane_bars(
-            fig,
-            lanes,
-            syncs["start_ns"],
-            syncs["duration_ns"],
-            t0,
-            "sync (host waits)",
-            {"color": SYNC_COLOUR},
-            hover,
-            0.7,
-        )
-    return sorted(set(calls["lane"]))
-
-
-def _exposed_windows(fig: go.Figure, excerpt: _Excerpt, t0: int) -> None:
-    """Shade each sync's exposed-idle window across the GPU lanes, on its own lane too for hovering."""
-    syncs = excerpt.syncs.loc[excerpt.syncs["exposed_idle_ns"] > 0]
-    if syncs.empty:
-        return
-    for a, b in zip(syncs["exposed_start_ns"].head(300), syncs["rebuild_ns"].head(300)):
-        fig.add_vrect(
-            x0=(a - t0) / MS, x1=(b - t0) / MS, fillcolor=EXPOSED_COLOUR, opacity=0.12, line_width=0, row=1, col=1
-        )
-    hover = [
-        f"exposed idle {x / MS:.3f} ms after {html.escape(w)}" for x, w in zip(syncs["exposed_idle_ns"], syncs["where"])
+def _panels(gpu: bool, lanes: int, lead: bool) -> dict[str, Any]:
+    """The panels' vertical domains (fractions of the plot), from their heights in pixels."""
+    heights = [
+        ("gpu", GPU_PANEL_PX if gpu else 0),
+        ("lanes", LANE_PX * max(lanes, 1) + 20),
+        ("lead", LEAD_PANEL_PX if lead else 0),
     ]
-    _lane_bars(
-        fig,
-        ["GPU idle after syncs"] * len(syncs),
-        syncs["exposed_start_ns"],
-        syncs["exposed_window_ns"],
-        t0,
-        "exposed idle window",
-        {"color": EXPOSED_COLOUR, "opacity": 0.6},
-        hover,
-        0.5,
+    shown = [(name, px) for name, px in heights if px]
+    total = sum(px for _, px in shown) + GAP_PX * (len(shown) - 1)
+    panels: dict[str, Any] = {"height": total + 110, "bottom": {"gpu": "y3", "lanes": "y", "lead": "y2"}[shown[-1][0]]}
+    top = 1.0
+    for name, px in shown:
+        panels[name] = [max(top - px / total, 0.0), top]
+        top -= (px + GAP_PX) / total
+    return panels
+
+
+def _utilisation(excerpt: _Excerpt, t0: int, labels: _Labels) -> list[dict[str, Any]]:
+    """The GPU panel: its busy share and, stacked on it, its share idle after a sync, bin by bin."""
+    use = excerpt.utilisation
+    if use is None:
+        return []
+    x = _ms(use.edges_ns, t0)
+    where = pd.Series(["", *excerpt.sync_where], dtype=object)
+    named = labels.of(where.iloc[np.asarray(use.sync, np.int64) + 1])  # -1: no sync, the empty label
+    share = {"busy": np.asarray(use.busy) * 100, "exposed": np.asarray(use.exposed) * 100}
+
+    def area(name: str, values: np.ndarray, colour: str, template: str) -> dict[str, Any]:
+        """A stacked step area, its last value held to the last edge."""
+        return {
+            "type": "scatter",
+            "mode": "lines",
+            "yaxis": "y3",
+            "stackgroup": "gpu",
+            "name": name,
+            "x": x,
+            "y": np.append(values, values[-1:]).round(2).tolist(),
+            "fillcolor": colour,
+            "line": {"shape": "hv", "width": 0, "color": colour},
+            "hovertemplate": template + "<extra></extra>",
+        }
+
+    exposed = area(
+        "GPU idle after a sync",
+        share["exposed"],
+        EXPOSED_COLOUR,
+        "GPU idle after the sync at %{customdata[0]}: %{y:.0f} %",
     )
+    exposed["customdata"] = np.append(named, named[-1:]).reshape(-1, 1).tolist()
+    return [area("GPU busy", share["busy"], BUSY_COLOUR, "GPU busy %{y:.0f} %"), exposed]
 
 
-def steps_figure(report: Report) -> go.Figure | None:
+def _lead(excerpt: _Excerpt, t0: int) -> list[dict[str, Any]]:
+    return [
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "x": _ms(points["t_ns"], t0),
+            "y": _ms(points["lead_ns"]),
+            "yaxis": "y2",
+            "name": f"lead, host {html.escape(str(thread))}",
+            "line": {"color": LEAD_COLOUR, "width": 1},
+            "hovertemplate": "lead %{y:.3f} ms<extra></extra>",
+        }
+        for thread, points in excerpt.lead.groupby("thread", sort=False)
+    ]
+
+
+def _gpu_lanes(excerpt: _Excerpt, t0: int, labels: _Labels, lane_of: Any) -> list[dict[str, Any]]:
+    ops = excerpt.ops
+    if ops.empty:
+        return []
+    lane = lane_of(ops["lane"])
+    traces = []
+    for op in [op for op in OP_COLOURS if op in set(ops["op"])]:  # in the loader's order of kinds
+        chosen = (ops["op"] == op).to_numpy()
+        group = ops.loc[chosen]
+        hover = ("%{customdata[0]}<br>%{customdata[1]:.1f} µs", labels.of(group["name"]), [_us(group)])
+        traces.append(_bars(lane[chosen], group["start_ns"], group["end_ns"], t0, op, OP_COLOURS[op], hover, 0.6))
+    return traces
+
+
+def _us(frame: pd.DataFrame) -> np.ndarray:
+    return ((frame["end_ns"] - frame["start_ns"]) / 1e3).to_numpy().round(1)
+
+
+def _host_lanes(excerpt: _Excerpt, t0: int, labels: _Labels, lane_of: Any) -> list[dict[str, Any]]:
+    calls, syncs = excerpt.calls, excerpt.syncs
+    traces = []
+    if len(calls):
+        lane = lane_of("host " + calls["thread"].astype(str))
+        hover = ("%{customdata[0]}<br>%{customdata[1]:.1f} µs", labels.of(calls["api"]), [_us(calls)])
+        traces.append(_bars(lane, calls["start_ns"], calls["end_ns"], t0, "CUDA API call", CALL_COLOUR, hover, 0.45))
+    if len(syncs):
+        lane = lane_of("host " + syncs["thread"].astype(str))
+        site = "sync (" + syncs["kind"].astype(str) + ") at " + syncs["where"].astype(str) + " " + syncs["function"]
+        hover = (
+            "%{customdata[0]}<br>wait %{customdata[1]:.3f} ms, exposed idle %{customdata[2]:.3f} ms",
+            labels.of(site),
+            [_us(syncs) / 1e3, (syncs["exposed_idle_ns"] / MS).to_numpy().round(4)],
+        )
+        traces.append(_bars(lane, syncs["start_ns"], syncs["end_ns"], t0, "sync (host waits)", SYNC_COLOUR, hover, 0.7))
+    return traces
+
+
+def _step_bounds(timeline: Timeline, t0: int) -> list[dict[str, Any]]:
+    """Dashed lines at the median step's start and end, over every lane."""
+    if not timeline.median_step_ns:
+        return []
+    line = {"color": "#888", "width": 1, "dash": "dot"}
+    return [
+        {"type": "line", "xref": "x", "yref": "paper", "x0": x, "x1": x, "y0": 0, "y1": 1, "line": line}
+        for x in _ms(timeline.median_step_ns, t0)
+    ]
+
+
+def _named_windows(excerpt: _Excerpt, t0: int) -> list[dict[str, Any]]:
+    """The longest spans of GPU idle after a sync, labelled with the sync's line in the GPU panel."""
+    exposed = excerpt.exposed
+    if exposed.empty or excerpt.utilisation is None:
+        return []
+    longest = exposed.assign(length=exposed["end_ns"] - exposed["start_ns"]).nlargest(LABELLED_WINDOWS, "length")
+    middle_ms = _ms((longest["start_ns"] + longest["end_ns"]) // 2, t0)
+    return [
+        {
+            "x": x,
+            "y": 100,
+            "yref": "y3",
+            "yanchor": "top",
+            "text": html.escape(str(excerpt.sync_where[sync])),
+            "showarrow": False,
+            "font": {"size": 11, "color": "#8a3d00"},
+            "bgcolor": "rgba(255,255,255,0.85)",
+        }
+        for x, sync in zip(middle_ms, longest["sync"])
+    ]
+
+
+def steps_figure(report: Report) -> Figure | None:
     per_step = report.per_step
     if per_step is None:
         return None
-    number = np.asarray(per_step.number)
-    fig = go.Figure()
+    number = list(per_step.number)
     host = "step on the host" + (" (NVTX range)" if report.steps.source.startswith("nvtx") else "")
-    fig.add_trace(go.Bar(x=number, y=np.asarray(per_step.host_ns) / MS, name=host, marker={"color": "#9ecae9"}))
+    data: list[dict[str, Any]] = [
+        {"type": "bar", "x": number, "y": _ms(per_step.host_ns), "name": host, "marker": {"color": "#9ecae9"}}
+    ]
     lines = (  # (values, name, mode, line style)
         (per_step.gpu_ns, "step on the GPU", "lines", {"color": "#222222", "width": 1.5}),
         (per_step.gpu_idle_ns, "GPU idle", "lines+markers", {"color": "#4c78a8"}),
         (per_step.exposed_idle_ns, "exposed idle after syncs", "lines+markers", {"color": EXPOSED_COLOUR}),
     )
     for values, name, mode, line in lines:
-        y = np.array([np.nan if v is None else v for v in values], float) / MS
-        fig.add_trace(go.Scatter(x=number, y=y, name=name, mode=mode, line=line))
-    fig.update_layout(
-        height=300,
-        template="plotly_white",
-        margin={"l": 10, "r": 10, "t": 30, "b": 40},
-        xaxis_title="step",
-        yaxis_title="ms",
-        legend={"orientation": "h", "y": 1.12},
-    )
-    return fig
+        y = [None if v is None else round(v / MS, 5) for v in values]
+        data.append({"type": "scatter", "x": number, "y": y, "name": name, "mode": mode, "line": line})
+    layout = {
+        "height": 300,
+        "plot_bgcolor": "white",
+        "margin": {"l": 10, "r": 10, "t": 30, "b": 40},
+        "xaxis": {"title": {"text": "step"}, "gridcolor": GRID, "automargin": True},
+        "yaxis": {"title": {"text": "ms"}, "gridcolor": GRID, "rangemode": "tozero", "automargin": True},
+        "legend": {"orientation": "h", "y": 1.12},
+    }
+    return {"data": data, "layout": layout, "labels": []}

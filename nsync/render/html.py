@@ -1,21 +1,28 @@
-"""The self-contained HTML report: Jinja2 (autoescaped) around plotly figures, plotly's JS inlined once."""
+"""The self-contained HTML report: Jinja2 (autoescaped) around plotly.js charts.
+
+plotly.js (its basic bundle, vendored in ``nsync/render/vendor``) and the figures' data travel inside the
+page, gzipped and in base64, and are unpacked by the browser (``templates/charts.js.j2``): the page works
+offline, weighs well under 1.5 MB, and no string of the trace is ever part of its markup or scripts as such.
+"""
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
+import functools
+import gzip
 import importlib.resources
+import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import jinja2
-import plotly.io as pio
-import plotly.offline
 
 from nsync.errors import NsyncError
 from nsync.render.diff_model import DiffReport, as_diff_report
-from nsync.render.figures import steps_figure, timeline_figure
+from nsync.render.figures import Figure, steps_figure, timeline_figure
 from nsync.render.model import Report, as_report
 from nsync.render.terminal import fixed
 from nsync.version import installed_version
@@ -31,6 +38,7 @@ if TYPE_CHECKING:
 
 SOURCE_RADIUS = 2
 MAX_SOURCE_BYTES = 5_000_000
+PLOTLY_VERSION = "4.1.1"  # the vendored bundle's (nsync/render/vendor/README.md)
 
 
 def _template_source(name: str) -> tuple[str, None, Callable[[], bool]]:
@@ -48,6 +56,7 @@ def _template_source(name: str) -> tuple[str, None, Callable[[], bool]]:
     return text, None, lambda: True
 
 
+@functools.cache
 def environment() -> jinja2.Environment:
     # autoescape=True for every template: select_autoescape would skip '.html.j2' names
     env = jinja2.Environment(
@@ -81,18 +90,32 @@ def source_context(file: str, line: int, search: list[Path]) -> list[dict[str, A
     ]
 
 
-def _figure_html(fig: Any, div_id: str) -> str:
-    if fig is None:
-        return ""
-    return pio.to_html(
-        fig, include_plotlyjs=False, full_html=False, div_id=div_id, config={"displaylogo": False, "responsive": True}
-    )
+@functools.cache
+def plotly_js() -> bytes:
+    """The vendored plotly.js basic bundle, gzipped."""
+    try:
+        return importlib.resources.files("nsync.render").joinpath("vendor/plotly-basic.min.js.gz").read_bytes()
+    except OSError as error:
+        raise NsyncError(f"this nsync install lacks its copy of plotly.js ({error}): reinstall nsync") from error
+
+
+def _charts(figures: dict[str, Figure | None]) -> dict[str, str] | None:
+    """The page's two blobs, plotly.js and the figures' JSON, or None when there is nothing to draw."""
+    drawn = {name: figure for name, figure in figures.items() if figure is not None}
+    if not drawn:
+        return None
+    data = json.dumps(drawn, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+    packed = gzip.compress(data, 9, mtime=0)  # no timestamp: the same report, the same page
+    return {
+        name: base64.b64encode(blob).decode("ascii") for name, blob in (("plotly", plotly_js()), ("figures", packed))
+    }
 
 
 def render_html(source: Report | Analysis, top: int = 50, source_dirs: list[Path] | None = None) -> str:
     report = as_report(source)
     search = [Path(report.trace.path).resolve().parent, Path.cwd(), *(source_dirs or [])]
     sites = report.callsites[:top]
+    figures = {"timeline": timeline_figure(report.timeline), "steps": steps_figure(report)}
     return (
         environment()
         .get_template("report.html.j2")
@@ -102,9 +125,8 @@ def render_html(source: Report | Analysis, top: int = 50, source_dirs: list[Path
             more_sites=len(report.callsites) - len(sites),
             sources=[source_context(site.file, site.line, search) for site in sites],
             title=Path(report.trace.path).name,
-            plotly_js=plotly.offline.get_plotlyjs(),
-            timeline_html=_figure_html(timeline_figure(report.timeline), "timeline"),
-            steps_html=_figure_html(steps_figure(report), "steps"),
+            charts=_charts(figures),
+            drawn={name for name, figure in figures.items() if figure is not None},
             generated=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             version=installed_version(),
         )
@@ -118,21 +140,18 @@ def render_diff_html(source: DiffReport | Diff) -> str:
 
     report = as_diff_report(source)
     scale_ms = report.timeline_scale_ms
-    figures = [
-        _figure_html(timeline_figure(t, t.median_step_ns, scale_ms), f"timeline-{name}")
-        if t and t.median_step_ns
-        else ""
+    figures = {
+        f"timeline-{name}": timeline_figure(t, t.median_step_ns, scale_ms) if t and t.median_step_ns else None
         for t, name in zip(report.timelines, ("baseline", "candidate"))
-    ]
+    }
     return (
         environment()
         .get_template("diff.html.j2")
         .render(
             data=report,
             headline=headline(report),
-            plotly_js=plotly.offline.get_plotlyjs(),
-            baseline_timeline=figures[0],
-            candidate_timeline=figures[1],
+            charts=_charts(figures),
+            drawn={name for name, figure in figures.items() if figure is not None},
             version=installed_version(),
             generated=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             names=[Path(report.baseline.path).name, Path(report.candidate.path).name],

@@ -265,6 +265,7 @@ class TimelineOps(Intervals):
     lane: list[str]  # "GPU 0 · stream 7"
     op: list[str]  # kernel | memcpy | memset | graph
     name: list[str]  # the kernel's name, else the op
+    device: list[int] = dataclasses.field(default_factory=list)  # (results saved before it: all one GPU)
 
 
 @dataclass(frozen=True)
@@ -300,6 +301,30 @@ class TimelineLead:
 
 
 @dataclass(frozen=True)
+class GpuActivity:
+    """Each GPU's time in the timeline's slice, in order: busy (the union of its ops) or idle, an idle span
+    with the sync whose exposed-idle window holds it (the window that began last; -1: no sync's)."""
+
+    device: list[int]
+    start_ns: list[int]
+    end_ns: list[int]
+    busy: list[bool]
+    sync: list[int]  # an index into the timeline's syncs, or -1
+
+
+@dataclass(frozen=True)
+class GpuUtilisation:
+    """The GPUs' time in equal bins of the slice: the share busy, the share idle inside a sync's exposed-idle
+    window, and that sync (the one holding most of the bin's exposed idle; -1: none). A chart a pixel wide
+    per bin shows each pixel as it is, where a bar per kernel would round each microsecond up to a pixel."""
+
+    edges_ns: list[int]  # bins + 1 edges
+    busy: list[float]  # share of the bin, over all GPUs (2 GPUs busy half the bin each: 0.5)
+    exposed: list[float]
+    sync: list[int]
+
+
+@dataclass(frozen=True)
 class Timeline:
     """A slice of the trace around representative steps (nsync.excerpt), for the HTML report to draw."""
 
@@ -311,6 +336,127 @@ class Timeline:
     calls: TimelineCalls
     syncs: TimelineSyncs
     lead: TimelineLead
+
+    def gpu_activity(self) -> GpuActivity:
+        """Where each GPU was busy and where it idled, and which sync's window each idle span lies in."""
+        start = np.asarray(self.ops.start_ns, np.int64)
+        end = np.asarray(self.ops.end_ns, np.int64)
+        device = np.asarray(self.ops.device or [0] * len(start), np.int64)
+        windows = (np.asarray(self.syncs.exposed_start_ns, np.int64), np.asarray(self.syncs.rebuild_ns, np.int64))
+        columns: list[list[int]] = [[], [], [], [], []]  # device, start, end, busy, sync
+        for gpu in np.unique(device):  # a few GPUs at most
+            spans = _device_activity(start[device == gpu], end[device == gpu], self.start_ns, self.end_ns, windows)
+            columns[0] += [int(gpu)] * len(spans[0])
+            for column, values in zip(columns[1:], spans):
+                column += values.tolist()
+        return GpuActivity(columns[0], columns[1], columns[2], [bool(b) for b in columns[3]], columns[4])
+
+    def gpu_utilisation(
+        self, bins: int = 1500, first_ns: int | None = None, last_ns: int | None = None
+    ) -> GpuUtilisation:
+        """:class:`GpuActivity` in ``bins`` equal bins over [first_ns, last_ns] (default: the slice)."""
+        first_ns = self.start_ns if first_ns is None else first_ns
+        last_ns = self.end_ns if last_ns is None else last_ns
+        activity = self.gpu_activity()
+        edges = np.linspace(first_ns, last_ns, bins + 1).round().astype(np.int64)
+        start, end = np.asarray(activity.start_ns, np.int64), np.asarray(activity.end_ns, np.int64)
+        busy, owner = np.asarray(activity.busy, bool), np.asarray(activity.sync, np.int64)
+        gpus = max(len(set(activity.device)), 1)
+        width = np.maximum(np.diff(edges), 1) * gpus
+
+        def share(chosen: np.ndarray) -> np.ndarray:
+            """Per bin, the time of the chosen spans inside it: a difference of the running total's values."""
+            s, e = start[chosen], end[chosen]
+            points = np.concatenate([s, e])
+            order = np.argsort(points, kind="stable")
+            slope = np.concatenate([np.ones(len(s)), -np.ones(len(e))])[order].cumsum()  # spans open after each
+            at = points[order]
+            covered = np.concatenate([[0.0], np.cumsum(slope[:-1] * np.diff(at))]) if len(at) else np.zeros(0)
+            total = np.interp(edges, at, covered) if len(at) else np.zeros(len(edges))
+            return np.clip(np.diff(total) / width, 0.0, 1.0)
+
+        exposed = ~busy & (owner >= 0)
+        return GpuUtilisation(
+            edges_ns=edges.tolist(),
+            busy=np.round(share(busy), 4).tolist(),
+            exposed=np.round(share(exposed), 4).tolist(),
+            sync=_bin_syncs(edges, start[exposed], end[exposed], owner[exposed]).tolist(),
+        )
+
+
+def _bin_syncs(edges: np.ndarray, start: np.ndarray, end: np.ndarray, owner: np.ndarray) -> np.ndarray:
+    """Each bin's sync: that of the exposed span over the bin's middle, else of the longest one that ends or
+    begins inside it (-1: none)."""
+    bins = len(edges) - 1
+    found = np.full(bins, -1, np.int64)
+    if not len(start):
+        return found
+    order = np.argsort(start, kind="stable")
+    start, end, owner = start[order], end[order], owner[order]
+    middle = (edges[:-1] + edges[1:]) // 2
+    k = np.searchsorted(start, middle, side="right") - 1
+    over = (k >= 0) & (end[np.maximum(k, 0)] > middle)
+    found[over] = owner[k[over]]
+    bin_of = np.clip(np.searchsorted(edges, (start + end) // 2, side="right") - 1, 0, bins - 1)
+    by = np.lexsort((end - start, bin_of))  # by bin, the longest last
+    last = np.r_[np.flatnonzero(np.diff(bin_of[by])), len(by) - 1]
+    chosen_bins, chosen_owner = bin_of[by][last], owner[by][last]
+    empty = found[chosen_bins] < 0
+    found[chosen_bins[empty]] = chosen_owner[empty]
+    return found
+
+
+def _device_activity(
+    start: np.ndarray, end: np.ndarray, first_ns: int, last_ns: int, windows: tuple[np.ndarray, np.ndarray]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(start, end, busy, sync) spans of one GPU over [first_ns, last_ns] (see Timeline.gpu_activity)."""
+    order = np.argsort(start, kind="stable")
+    start, end = start[order], end[order]
+    reach = np.maximum.accumulate(end) if len(end) else end
+    new = np.ones(len(start), bool)
+    new[1:] = start[1:] > reach[:-1]
+    busy_start = start[new]
+    busy_end = reach[np.r_[np.flatnonzero(new)[1:] - 1, len(start) - 1]] if len(start) else reach
+    edges = np.concatenate([[first_ns], busy_end])
+    ends = np.concatenate([busy_start, [last_ns]])
+    keep = ends > edges
+    idle_start, idle_end = edges[keep], ends[keep]
+    # idle spans cut where a sync's window begins or ends, each piece given the window that began last
+    win_start, win_end = windows
+    cuts = np.unique(np.concatenate([idle_start, idle_end, win_start, win_end]))
+    gap = np.searchsorted(idle_start, cuts[:-1], side="right") - 1
+    inside = (gap >= 0) & (cuts[1:] <= idle_end[np.maximum(gap, 0)]) if len(idle_start) else gap >= 0
+    piece_start, piece_end = cuts[:-1][inside], cuts[1:][inside]
+    owner = _latest_window(piece_start, win_start, win_end)
+    # neighbouring pieces of one span and one window are one span again
+    joined = np.ones(len(piece_start), bool)
+    joined[1:] = (piece_start[1:] != piece_end[:-1]) | (owner[1:] != owner[:-1])
+    heads = np.flatnonzero(joined)
+    tails = np.r_[heads[1:] - 1, len(piece_start) - 1] if len(heads) else heads
+    spans = (
+        np.concatenate([busy_start, piece_start[heads]]),
+        np.concatenate([busy_end, piece_end[tails]]),
+        np.concatenate([np.ones(len(busy_start), np.int64), np.zeros(len(heads), np.int64)]),
+        np.concatenate([np.full(len(busy_start), -1), owner[heads]]),
+    )
+    order = np.argsort(spans[0], kind="stable")
+    return spans[0][order], spans[1][order], spans[2][order], spans[3][order]
+
+
+def _latest_window(at: np.ndarray, win_start: np.ndarray, win_end: np.ndarray) -> np.ndarray:
+    """For each time in ``at``, the index of the window holding it that began last (-1: none); in chunks,
+    since a slice holds a few thousand pieces and a few hundred windows at most."""
+    owner = np.full(len(at), -1, np.int64)
+    if not len(win_start):
+        return owner
+    by_start = np.argsort(win_start, kind="stable")
+    starts, ends = win_start[by_start], win_end[by_start]
+    for first in range(0, len(at), 4096):
+        t = at[first : first + 4096, None]
+        holds = (starts[None, :] <= t) & (ends[None, :] > t)
+        last = holds.shape[1] - 1 - np.argmax(holds[:, ::-1], axis=1)
+        owner[first : first + 4096] = np.where(holds.any(axis=1), by_start[last], -1)
+    return owner
 
 
 @dataclass(frozen=True)
@@ -555,6 +701,7 @@ def _timeline(excerpt: TimelineExcerpt, analysis: Analysis) -> Timeline:
             lane=[f"GPU {d} · stream {s}" for d, s in zip(ops["device_id"].tolist(), ops["stream_id"].tolist())],
             op=ops["op"].astype(str).tolist(),
             name=[str(name) for name in kernel_or_op.tolist()],
+            device=_ints(ops["device_id"]),
         ),
         calls=TimelineCalls(
             start_ns=_ints(calls["start"]),
