@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 FLOOR := .venv-floor
 
-.PHONY: demo test test-floor lint bench system-deps clean
+.PHONY: demo test test-quick test-floor lint bench system-deps clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +30,10 @@ lint: $(STAMP)
 
 test: system-deps $(STAMP) lint
 	$(BIN)/pytest -q
+
+# The quick subset while working (about 40 s here): no real nsys, browser, wheel build or nsync subprocess.
+test-quick: $(STAMP)
+	$(BIN)/pytest -q -m "not slow"
 
 # The suite again on the lowest versions pyproject.toml declares (uv's lowest-direct resolution), so that
 # the floors are versions that work. The wheel's own test is left to `make test`.

@@ -86,6 +86,7 @@ def test_a_budget_below_the_interpreter_is_refused(h200: Callable[[str], Path]) 
         analyze(h200("print_deg"), AnalysisConfig(max_memory_bytes=50 << 20))
 
 
+@pytest.mark.slow
 def test_cli_window_and_memory_options(h200: Callable[[str], Path], tmp_path: Path) -> None:
     path = h200("print_deg")
     out = tmp_path / "w.json"

@@ -154,6 +154,7 @@ def test_a_bad_calibration_file_is_a_one_line_error(tmp_path: Path, text: str, m
     assert message in str(caught.value) and "\n" not in str(caught.value)
 
 
+@pytest.mark.slow
 def test_analyze_picks_up_the_calibration_beside_the_trace_and_a_bad_one_is_an_error(tmp_path: Path):
     import shutil
 

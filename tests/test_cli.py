@@ -38,6 +38,7 @@ def assert_one_line_error(result: subprocess.CompletedProcess[str], code: int, f
     assert fragment in lines[0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("entry", [NSYNC, PY_M])
 def test_help_runs_from_both_entry_points(entry):
     result = run("analyze", "--help", entry=entry)
@@ -45,6 +46,7 @@ def test_help_runs_from_both_entry_points(entry):
     assert "Examples" in result.stdout and "--json" in result.stdout
 
 
+@pytest.mark.slow
 def test_analyze_print_deg_json_contract(tmp_path):
     out = tmp_path / "r.json"
     result = run("analyze", ROOT / "fixtures/h200/print_deg.sqlite.xz", "--json", out, "--top", "5")
@@ -81,24 +83,28 @@ def test_analyze_print_deg_json_contract(tmp_path):
     assert data["what_if"]["host_scale"] == 0.6
 
 
+@pytest.mark.slow
 def test_json_to_stdout(tmp_path):
     result = run("analyze", ROOT / "fixtures/h200/p4.sqlite.xz", "--json", "-")
     assert result.returncode == 0
     assert len(json.loads(result.stdout)["callsites"]) == 6
 
 
+@pytest.mark.slow
 def test_not_sqlite(tmp_path):
     bad = tmp_path / "notes.sqlite"
     bad.write_text("hello, I am text\n" * 20)
     assert_one_line_error(run("analyze", bad), 1, "not a SQLite file")
 
 
+@pytest.mark.slow
 def test_empty_file(tmp_path):
     empty = tmp_path / "empty.sqlite"
     empty.touch()
     assert_one_line_error(run("analyze", empty), 1, "not a SQLite file")
 
 
+@pytest.mark.slow
 def test_sqlite_that_is_not_an_nsys_export(tmp_path):
     other = tmp_path / "other.sqlite"
     with sqlite3.connect(other) as conn:
@@ -106,6 +112,7 @@ def test_sqlite_that_is_not_an_nsys_export(tmp_path):
     assert_one_line_error(run("analyze", other), 1, "not an nsys export")
 
 
+@pytest.mark.slow
 def test_truncated_export(tmp_path, h200):
     cut = tmp_path / "cut.sqlite"
     data = h200("print_ok").read_bytes()
@@ -113,24 +120,28 @@ def test_truncated_export(tmp_path, h200):
     assert_one_line_error(run("analyze", cut), 1, "damaged or truncated")
 
 
+@pytest.mark.slow
 def test_corrupt_xz(tmp_path):
     bad = tmp_path / "bad.sqlite.xz"
     bad.write_bytes(b"\xfd7zXZ\x00garbage" * 10)
     assert_one_line_error(run("analyze", bad), 1, "not a valid .xz file")
 
 
+@pytest.mark.slow
 def test_damaged_nsys_report_is_an_nsys_error(tmp_path):
     rep = tmp_path / "run.nsys-rep"
     rep.write_bytes(b"\x00" * 200)
     assert_one_line_error(run("analyze", rep), 4, "nsys export failed")
 
 
+@pytest.mark.slow
 def test_missing_file_is_a_usage_error_and_creates_nothing(tmp_path):
     missing = tmp_path / "nope.sqlite"
     assert_one_line_error(run("analyze", missing), 2, "no such file")
     assert not missing.exists()
 
 
+@pytest.mark.slow
 def test_unknown_step_range_is_a_usage_error():
     result = run("analyze", ROOT / "fixtures/h200/p4.sqlite.xz", "--step-range", "epoch")
     assert_one_line_error(result, 2, "no NVTX range named 'epoch'")
@@ -141,6 +152,7 @@ def test_unwritable_json_path(tmp_path):
     assert_one_line_error(result, 2, "cannot write there, no such folder")
 
 
+@pytest.mark.slow
 def test_trace_with_api_calls_but_no_gpu_work(tmp_path):
     b = TraceBuilder()
     b.api(1, "cudaGetDeviceProperties_v12000", 0, 5)
@@ -152,6 +164,7 @@ def test_trace_with_api_calls_but_no_gpu_work(tmp_path):
     assert any("no GPU work" in w for w in data["warnings"])
 
 
+@pytest.mark.slow
 def test_2022_4_export_without_python_frames_warns_and_still_ranks(tmp_path):
     b = TraceBuilder(schema="2022.4")
     b.kernel(1, 0, 10, 1010, name="k1")
@@ -166,6 +179,7 @@ def test_2022_4_export_without_python_frames_warns_and_still_ranks(tmp_path):
     assert any("cannot record Python backtraces" in w for w in data["warnings"])
 
 
+@pytest.mark.slow
 def test_missing_tables_and_a_future_schema_still_analyse(tmp_path):
     b = TraceBuilder()
     b.kernel(1, 0, 10, 1010, name="k1")
@@ -182,6 +196,7 @@ def test_missing_tables_and_a_future_schema_still_analyse(tmp_path):
     assert any("newer than" in w for w in data["warnings"])
 
 
+@pytest.mark.slow
 def test_hostile_names_print_literally_in_the_terminal(tmp_path):
     b = TraceBuilder()
     b.kernel(1, 0, 10, 1010, name="k1")
@@ -194,6 +209,7 @@ def test_hostile_names_print_literally_in_the_terminal(tmp_path):
     assert "evil.py:3" in result.stdout
 
 
+@pytest.mark.slow
 def test_trace_is_opened_read_only(tmp_path, h200):
     copy = tmp_path / "ro.sqlite"
     shutil.copy(h200("p4"), copy)
@@ -210,6 +226,7 @@ def test_readme_documents_every_exit_code():
     assert {int(k) for k in table} == set(EXIT_CODES)
 
 
+@pytest.mark.slow
 def test_readme_lists_every_key_of_the_json():
     data = json.loads(run("analyze", ROOT / "fixtures/h200/p4.sqlite.xz", "--json", "-").stdout)
     block = (ROOT / "README.md").read_text().split('{"schema": "nsync.analysis/1"')[1].split("```")[0]

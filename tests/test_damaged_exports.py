@@ -30,6 +30,7 @@ def edited(tmp_path: Path, h200: Callable[[str], Path]) -> Callable[..., Path]:
     return edit
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("change", "fragment"),
     [
@@ -48,6 +49,7 @@ def test_a_missing_table_or_column_is_a_one_line_error(edited, change: str, frag
     assert result.stdout == ""
 
 
+@pytest.mark.slow
 def test_kernels_missing_for_part_of_the_launches_are_a_warning_naming_the_figures(edited) -> None:
     # every third kernel gone: 1/3 of the launches have no GPU activity
     data = json.loads(run("analyze", edited(f"DELETE FROM {KERNEL} WHERE rowid % 3 = 0"), "--json", "-").stdout)
@@ -57,6 +59,7 @@ def test_kernels_missing_for_part_of_the_launches_are_a_warning_naming_the_figur
     assert "GPU idle, exposed idle and the what-if are overstated" in warning
 
 
+@pytest.mark.slow
 def test_gpu_ops_without_their_calls_are_a_warning(edited) -> None:
     launches = "SELECT id FROM StringIds WHERE value LIKE 'cudaLaunchKernel%'"
     data = json.loads(
@@ -65,6 +68,7 @@ def test_gpu_ops_without_their_calls_are_a_warning(edited) -> None:
     assert any("GPU ops have no CUDA call that launched them" in w for w in data["warnings"])
 
 
+@pytest.mark.slow
 def test_an_export_without_metadata_says_it_is_outside_the_supported_range(edited) -> None:
     result = run("analyze", edited("DROP TABLE META_DATA_EXPORT", "DROP TABLE META_DATA_CAPTURE"), "--json", "-")
     assert result.returncode == 0, result.stderr
@@ -72,6 +76,7 @@ def test_an_export_without_metadata_says_it_is_outside_the_supported_range(edite
     assert any("no metadata table" in w and "2022.4" in w for w in data["warnings"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "statements",
     [

@@ -6,6 +6,7 @@ import shutil
 import sqlite3
 from pathlib import Path
 
+import pytest
 import sqlite_utils
 
 from tests.test_attribute import base
@@ -13,6 +14,7 @@ from tests.test_cli import ROOT, assert_one_line_error, run
 from tests.tracebuilder import TraceBuilder, ns
 
 
+@pytest.mark.slow
 def test_each_sync_lands_with_its_known_figures(tmp_path: Path) -> None:
     b = TraceBuilder()
     base(b)  # one stream sync: wait 1095 µs, lead 1090, drain 1110, rebuild 1304, exposed 184 (test_attribute)
@@ -36,6 +38,7 @@ def test_each_sync_lands_with_its_known_figures(tmp_path: Path) -> None:
     assert {("callsite_file", "callsite_line"), ("step",), ("kind",)} <= indexed
 
 
+@pytest.mark.slow
 def test_a_real_trace_keeps_every_sync_of_its_call_sites(tmp_path: Path) -> None:
     out = tmp_path / "r.db"
     assert run("analyze", ROOT / "fixtures/h200/print_deg.sqlite.xz", "--db", out).returncode == 0
@@ -53,6 +56,7 @@ def test_a_real_trace_keeps_every_sync_of_its_call_sites(tmp_path: Path) -> None
     assert db["syncs"].count == site["count"]
 
 
+@pytest.mark.slow
 def test_the_trace_and_foreign_databases_are_never_written(tmp_path: Path, h200) -> None:
     trace = tmp_path / "p4.sqlite"
     shutil.copy(h200("p4"), trace)
@@ -68,6 +72,7 @@ def test_the_trace_and_foreign_databases_are_never_written(tmp_path: Path, h200)
     assert trace.read_bytes() == before
 
 
+@pytest.mark.slow
 def test_output_paths_are_checked_before_the_analysis_and_one_failure_spares_the_others(tmp_path: Path) -> None:
     trace = ROOT / "fixtures/h200/p4.sqlite.xz"
     result = run("analyze", trace, "--html", tmp_path / "nope" / "r.html", "--json", tmp_path / "r.json")

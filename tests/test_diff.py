@@ -19,6 +19,7 @@ from tests.tracebuilder import TraceBuilder
 NSYNC = str(Path(sys.executable).parent / "nsync")
 
 
+@pytest.mark.slow
 def test_print_regression_is_found_and_the_print_is_added(h200_analysis):
     ok, deg = h200_analysis("print_ok"), h200_analysis("print_deg")
     result = diff(ok, deg)
@@ -51,6 +52,7 @@ def test_reverse_order_is_an_improvement_and_a_run_against_itself_no_change(h200
     assert set(same.callsites["status"]) == {"unchanged"}
 
 
+@pytest.mark.slow
 def test_different_programs_and_missing_steps_are_inconclusive_with_reasons(h200_analysis, build):
     other = diff(h200_analysis("print_ok"), h200_analysis("p4"))
     assert other.verdict == "inconclusive"
@@ -76,6 +78,7 @@ def loop(b: TraceBuilder, line: int, sync_return_us: float) -> None:
         b.kernel(1, t0 + 700, t0 + 700, t0 + 900, name="tail")
 
 
+@pytest.mark.slow
 def test_a_site_whose_line_moved_is_matched_and_its_growth_measured(build):
     base, cand = TraceBuilder(), TraceBuilder()
     loop(base, line=42, sync_return_us=610)
@@ -84,6 +87,7 @@ def test_a_site_whose_line_moved_is_matched_and_its_growth_measured(build):
     assert list(zip(sites["line_b"], sites["line_c"], sites["status"])) == [(42, 45, "unchanged")]
 
 
+@pytest.mark.slow
 def test_cli_gate_exit_codes_and_outputs(tmp_path, h200):
     ok, deg = h200("print_ok"), h200("print_deg")
     regress = subprocess.run(
@@ -128,6 +132,7 @@ def test_cli_gate_exit_codes_and_outputs(tmp_path, h200):
     assert improve.returncode == 0 and "improvement" in improve.stdout
 
 
+@pytest.mark.slow
 @needs_chromium
 def test_diff_html_loads_in_chromium(h200_analysis, tmp_path):
     page = tmp_path / "diff.html"

@@ -26,6 +26,7 @@ def capture(pair: str, mode: str) -> Analysis:
     return analyze(trace, calibration=read_calibration(beside(trace)))
 
 
+@pytest.mark.slow
 def test_the_profiled_steps_alone_see_no_regression_and_the_calibrated_diff_finds_it():
     result = diff(capture("2", "healthy"), capture("2", "degraded"))
     step = result.step_ms
@@ -36,6 +37,7 @@ def test_the_profiled_steps_alone_see_no_regression_and_the_calibrated_diff_find
     assert headline(result).endswith("the verdict's basis); under the profiler alone: no-change")
 
 
+@pytest.mark.slow
 def test_a_capture_on_a_slow_moment_turns_the_regression_into_an_improvement_and_the_diff_is_not_fooled():
     """Pair 1's healthy capture ran while the host was slow: its profiled step is 31 % longer than the
     degraded one's, beyond the noise within either capture; the calibration runs still rank them right."""
@@ -47,6 +49,7 @@ def test_a_capture_on_a_slow_moment_turns_the_regression_into_an_improvement_and
     assert step["profiled_verdict"] == "improvement"
 
 
+@pytest.mark.slow
 def test_the_ci_gate_fails_on_the_hidden_regression():
     healthy, degraded = (HIDDEN / "2" / f"w_hidden_{mode}.sqlite.xz" for mode in ("healthy", "degraded"))
     gated = run("diff", healthy, degraded, "--fail-on-regression", "5")

@@ -47,6 +47,7 @@ def check_invariants(a) -> None:
         assert (saving >= -0.05 * a.what_if.unprofiled_step_ns).all()  # a fix never costs more than noise
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", FIXTURES)
 def test_every_real_fixture_keeps_the_bounds(h200_analysis, name: str) -> None:
     a = h200_analysis(name)

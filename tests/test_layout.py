@@ -17,6 +17,7 @@ from tests.test_cli import NSYNC, ROOT, run
 DEG = ROOT / "fixtures/h200/print_deg.sqlite.xz"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("columns", [80, 120, 200])
 def test_the_ranking_never_breaks_a_file_line_or_a_word_and_fits(columns: int) -> None:
     result = subprocess.run(
@@ -37,6 +38,7 @@ def test_the_ranking_never_breaks_a_file_line_or_a_word_and_fits(columns: int) -
     assert "saving" in header and "exposed idle" in header  # the costs stay at any width
 
 
+@pytest.mark.slow
 def test_the_readme_sample_is_what_the_tool_prints() -> None:
     readme = (ROOT / "README.md").read_text()
     sample = readme.split("On the bundled degraded trace (`make demo`):\n\n```\n")[1].split("```")[0]
@@ -57,6 +59,7 @@ def test_markdown_code_spans_are_literal_and_warnings_stay_apart(h200_analysis) 
     assert len(quotes) == 2 and quotes[1] - quotes[0] == 2  # a blank line between: two paragraphs
 
 
+@pytest.mark.slow
 def test_markdown_without_a_version_says_so(tmp_path: Path, h200) -> None:
     import shutil
     import sqlite3
@@ -91,6 +94,7 @@ def _layout(page: Path, width: int) -> dict[str, float]:
     return json.loads(found.group(1).replace("&quot;", '"'))
 
 
+@pytest.mark.slow
 @needs_chromium
 @pytest.mark.parametrize("width", [1280, 1400])
 def test_the_report_fits_a_laptop_screen(h200_analysis, tmp_path: Path, width: int) -> None:
@@ -122,6 +126,7 @@ def test_a_healthy_timeline_has_a_time_axis_and_the_step_chart_names_its_bars(h2
     assert names[:2] == ["step on the host (NVTX range)", "step on the GPU"]
 
 
+@pytest.mark.slow
 def test_a_page_without_cuda_says_why_once(tmp_path: Path) -> None:
     from tests.tracebuilder import TraceBuilder
 

@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from nsync.load import load_trace
 from nsync.load.db import StringTable
@@ -27,6 +28,7 @@ def _names(trace) -> tuple[list[str], list[str], list[str]]:
     )
 
 
+@pytest.mark.slow
 def test_the_parallel_load_gives_the_same_trace_every_time(h200: Callable[[str], Path]) -> None:
     path = h200("p4")
     first = load_trace(path)
@@ -38,6 +40,7 @@ def test_the_parallel_load_gives_the_same_trace_every_time(h200: Callable[[str],
         assert again.stacks == first.stacks
 
 
+@pytest.mark.slow
 def test_string_lookups_from_many_threads_agree_with_a_plain_dict() -> None:
     rng = np.random.default_rng(7)
     ids = rng.permutation(np.arange(1, 50_001) * 3)  # sparse, unsorted ids as StringIds stores them

@@ -25,6 +25,7 @@ from tests.tracebuilder import TraceBuilder
 P4 = ROOT / "fixtures/h200/p4.sqlite.xz"
 
 
+@pytest.mark.slow
 def test_a_folder_is_named_as_a_folder(tmp_path: Path) -> None:
     assert_one_line_error(run("analyze", tmp_path), 2, "is a folder, not a trace")
 
@@ -44,11 +45,13 @@ def test_usage_errors_are_one_line_not_a_box(args: list[object], fragment: str) 
     assert "╭" not in result.stderr + result.stdout
 
 
+@pytest.mark.slow
 def test_more_warm_up_steps_than_steps_is_an_error() -> None:
     result = run("analyze", ROOT / "fixtures/h200/print_deg.sqlite.xz", "--warmup-steps", "1000")
     assert_one_line_error(result, 2, "cannot skip 1000 warm-up steps (--warmup-steps): the trace has 60 steps")
 
 
+@pytest.mark.slow
 def test_a_window_without_gpu_work_names_the_capture_span() -> None:
     result = run("analyze", P4, "--window", "100:200")
     assert result.returncode == 0, result.stderr
@@ -57,6 +60,7 @@ def test_a_window_without_gpu_work_names_the_capture_span() -> None:
     assert "whole trace" not in text and "was the program run on a GPU" not in text
 
 
+@pytest.mark.slow
 def test_syncs_left_out_of_the_steps_are_counted_in_the_summary_and_markdown(tmp_path: Path) -> None:
     # probe.py makes 7 syncs per step; p4 has 4 steps, the first skipped as warm-up: 21 are analysed, and the
     # phases account for every other sync of the capture
@@ -73,6 +77,7 @@ def test_syncs_left_out_of_the_steps_are_counted_in_the_summary_and_markdown(tmp
     assert "Syncs outside the main loop" in markdown
 
 
+@pytest.mark.slow
 def test_diff_of_a_trace_with_cuda_against_one_without_is_inconclusive(tmp_path: Path) -> None:
     b = TraceBuilder()
     b.api(1, "cudaGetDeviceProperties_v12000", 0, 5)
@@ -82,6 +87,7 @@ def test_diff_of_a_trace_with_cuda_against_one_without_is_inconclusive(tmp_path:
     assert data["verdict"] == "inconclusive" and any("candidate has no GPU work" in r for r in data["reasons"])
 
 
+@pytest.mark.slow
 def test_a_reader_that_goes_away_ends_the_command_quietly() -> None:
     for args in (["--json", "-"], []):
         proc = subprocess.Popen(
@@ -142,6 +148,7 @@ def _started(proc: subprocess.Popen[str], seconds: float = 60) -> None:
         time.sleep(0.005)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("delay_s", [0, 0.02, 0.1, 0.3, 0.8])
 def test_ctrl_c_once_the_command_runs_ends_it_with_one_line_and_130(delay_s: float) -> None:
     """From the entry point on, a Ctrl-C always ends the command the same way, whatever typer does with a
@@ -173,6 +180,7 @@ def test_ctrl_c_while_python_itself_starts_ends_the_command_and_writes_nothing(t
         assert proc.returncode != 0 and not result.exists()
 
 
+@pytest.mark.slow
 @needs_nsys
 def test_a_report_of_a_newer_nsys_says_so(tmp_path: Path, cpu_only_export: Path) -> None:
     # The header of a report written by nsys 2025.3 (seen on the H200), in front of a 2022.4 report: the
@@ -201,6 +209,7 @@ def _stand_in_nsys(folder: Path, export: str) -> Path:
     return script
 
 
+@pytest.mark.slow
 def test_a_hung_export_is_stopped_with_advice(tmp_path: Path) -> None:
     nsys = describe(_stand_in_nsys(tmp_path, "sleep 30"))
     (tmp_path / "r.nsys-rep").write_bytes(b"x")
@@ -234,6 +243,7 @@ def test_a_cuda_c_trace_gets_cuda_hints(build) -> None:
     assert hints == {"wait later, on an event", "use cudaMemcpyAsync"}
 
 
+@pytest.mark.slow
 def test_fail_above_gates_on_the_largest_predicted_saving(tmp_path: Path) -> None:
     # print_deg: fixing the print saves 0.39 of 3.18 ms a step (12 %), measured 0.39 of 3.22 unprofiled
     failed = run("analyze", ROOT / "fixtures/h200/print_deg.sqlite.xz", "--fail-above", "5")

@@ -112,6 +112,7 @@ def _capture(tmp_path: Path, importer: str) -> tuple[Path, CaptureOptions, list[
     return nsys, options, [sys.executable, str(script)]
 
 
+@pytest.mark.slow
 def test_a_hang_with_an_incomplete_capture_says_nothing_was_saved_and_leaves_nothing(
     tmp_path: Path, private_tmp: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -132,6 +133,7 @@ def test_a_hang_with_an_incomplete_capture_says_nothing_was_saved_and_leaves_not
     assert list(private_tmp.iterdir()) == []  # no .qdstrm, no scratch folder left behind
 
 
+@pytest.mark.slow
 def test_a_hang_whose_capture_can_be_imported_is_analysed(
     tmp_path: Path, private_tmp: Path, cpu_only_export: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -150,6 +152,7 @@ def test_a_hang_whose_capture_can_be_imported_is_analysed(
     assert list(private_tmp.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_an_nsys_still_writing_its_capture_is_not_taken_for_hung(
     tmp_path: Path, private_tmp: Path, cpu_only_export: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -178,6 +181,7 @@ def test_session_agents_are_found_by_their_nsys_pid() -> None:
         agent.wait()
 
 
+@pytest.mark.slow
 def test_hang_watch_tells_a_running_program_from_one_that_left_only_a_zombie() -> None:
     import subprocess
 

@@ -6,6 +6,7 @@ import io
 import itertools
 import re
 
+import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
@@ -69,6 +70,7 @@ PROGRAM_BYTES = st.binary(max_size=300) | st.lists(
 ).map(b"".join)
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(program=PROGRAM_BYTES, cuts=st.lists(st.integers(0, 1200), max_size=12), newer=st.booleans())
 def test_any_program_output_passes_unchanged_however_it_is_read(program: bytes, cuts: list[int], newer: bool) -> None:

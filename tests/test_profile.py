@@ -48,6 +48,7 @@ def echo(tmp_path: Path) -> Path:
     return script
 
 
+@pytest.mark.slow
 @needs_nsys
 def test_profile_writes_report_sqlite_and_analysis_and_propagates_the_exit_code(tmp_path, echo):
     argv_file = tmp_path / "argv.json"
@@ -68,6 +69,7 @@ def test_profile_writes_report_sqlite_and_analysis_and_propagates_the_exit_code(
     assert "the program exited with code 3" in result.stderr
 
 
+@pytest.mark.slow
 @needs_nsys
 def test_the_programs_output_reaches_stdout_as_written_and_nsys_chatter_does_not(tmp_path):
     """nsys relays the program's stdout and adds its progress bars and 'Generated:' block to it."""
@@ -104,6 +106,7 @@ def test_twenty_profiles_with_the_default_flags_all_finish_with_the_programs_exi
     assert max(seconds for _, seconds in runs) < 60, runs
 
 
+@pytest.mark.slow
 @needs_nsys
 def test_module_and_plain_command_forms(tmp_path):
     (tmp_path / "pkg").mkdir()
@@ -121,12 +124,14 @@ def test_module_and_plain_command_forms(tmp_path):
     assert (tmp_path / "c.txt").read_text() == "ran" and (tmp_path / "nsync-out/cmd.sqlite").is_file()
 
 
+@pytest.mark.slow
 def test_script_not_found(tmp_path):
     result = nsync_profile(tmp_path, "missing.py")
     assert result.returncode == 2
     assert result.stderr.strip() == "nsync: error: script not found: missing.py"
 
 
+@pytest.mark.slow
 def test_output_folder_not_writable(tmp_path, echo):
     blocker = tmp_path / "file"
     blocker.write_text("x")
@@ -135,6 +140,7 @@ def test_output_folder_not_writable(tmp_path, echo):
     assert result.stderr.strip().startswith(f"nsync: error: cannot create output folder {blocker / 'out'}")
 
 
+@pytest.mark.slow
 def test_nsys_given_but_missing(tmp_path, echo):
     result = nsync_profile(tmp_path, "--nsys", str(tmp_path / "no-nsys"), str(echo), "a")
     assert result.returncode == 4
@@ -241,6 +247,7 @@ def _start_profile(tmp_path: Path, *args: str) -> subprocess.Popen[str]:
     return proc
 
 
+@pytest.mark.slow
 @needs_nsys
 def test_nsys_killed_mid_run_is_a_clear_error(tmp_path, echo):
     proc = _start_profile(tmp_path, str(echo), str(tmp_path / "started.json"), "3")
@@ -254,6 +261,7 @@ def test_nsys_killed_mid_run_is_a_clear_error(tmp_path, echo):
     assert "Traceback" not in err
 
 
+@pytest.mark.slow
 @needs_nsys
 def test_ctrl_c_stops_the_program_and_still_analyses_the_capture(tmp_path, echo):
     proc = _start_profile(tmp_path, "--whole-run", "--json", "r.json", str(echo), str(tmp_path / "started.json"), "30")
@@ -265,6 +273,7 @@ def test_ctrl_c_stops_the_program_and_still_analyses_the_capture(tmp_path, echo)
     assert json.loads((tmp_path / "r.json").read_text())["schema"] == "nsync.analysis/1"
 
 
+@pytest.mark.slow
 @needs_nsys
 def test_ctrl_c_before_the_capture_window_opened_says_nothing_was_captured(tmp_path, echo):
     proc = _start_profile(tmp_path, "--json", "r.json", str(echo), str(tmp_path / "started.json"), "30")
@@ -277,6 +286,7 @@ def test_ctrl_c_before_the_capture_window_opened_says_nothing_was_captured(tmp_p
     assert not (tmp_path / "r.json").exists()
 
 
+@pytest.mark.slow
 @needs_nsys
 def test_profile_runs_the_program_once_unprofiled_first_and_writes_its_calibration_beside_the_sqlite(tmp_path):
     """With a stand-in torch whose CUDA events read a clock the program sets (tests/test_calibration.py), the
@@ -299,6 +309,7 @@ def test_profile_runs_the_program_once_unprofiled_first_and_writes_its_calibrati
     assert data["intervals_ns"]["nvtx:step N"] == [2_500_000, 3_000_000, 2_500_000, 3_000_000]
 
 
+@pytest.mark.slow
 @needs_nsys
 def test_cpus_pins_the_calibration_run_and_the_capture_to_the_same_cpus(tmp_path):
     """The program writes the CPUs it may run on, once in each run; nsync itself is as before afterwards."""
@@ -315,6 +326,7 @@ def test_cpus_pins_the_calibration_run_and_the_capture_to_the_same_cpus(tmp_path
     assert seen.read_text().splitlines() == ["0", "0"]  # the calibration run, then the capture
 
 
+@pytest.mark.slow
 def test_cpus_that_this_process_cannot_use_are_a_usage_error(tmp_path, echo):
     from tests.test_cli import assert_one_line_error
 

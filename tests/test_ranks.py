@@ -78,6 +78,7 @@ def test_the_late_rank_and_its_sync_are_named_with_the_delay_they_add(late_pair:
     assert report.worth_fixing and report.verdict.startswith("rank 1's sync at train.py:42 holds every rank's")
 
 
+@pytest.mark.slow
 def test_one_export_holding_both_ranks_gives_the_same_answer(tmp_path: Path) -> None:
     b = TraceBuilder(pid=100)
     add_rank(b, 100, late_us=0, other_late_us=300)
@@ -125,6 +126,7 @@ def test_ranks_without_collectives_say_so(tmp_path: Path) -> None:
     assert "no collective kernels (NCCL) in these traces" in report.warnings[0]
 
 
+@pytest.mark.slow
 def test_nsync_ranks_runs_on_a_local_dask_cluster(late_pair: Path) -> None:
     done = run("ranks", late_pair, "--json", "-", "--workers", "2")
     assert done.returncode == 0, done.stderr
@@ -137,6 +139,7 @@ def test_nsync_ranks_runs_on_a_local_dask_cluster(late_pair: Path) -> None:
     assert "verdict: rank 1's sync at train.py:42" in summary.stdout
 
 
+@pytest.mark.slow
 def test_bad_rank_inputs_are_one_line(tmp_path: Path, late_pair: Path) -> None:
     assert_one_line_error(run("ranks", late_pair / "rank0.sqlite"), 2, "1 process with GPU work")
     assert_one_line_error(run("ranks", tmp_path / "nowhere"), 2, "no such file or folder")
@@ -145,6 +148,7 @@ def test_bad_rank_inputs_are_one_line(tmp_path: Path, late_pair: Path) -> None:
     assert_one_line_error(done, 1, "rank9.sqlite")
 
 
+@pytest.mark.slow
 def test_without_dask_the_command_says_what_to_install(late_pair: Path) -> None:
     import subprocess
     import sys

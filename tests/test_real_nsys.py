@@ -17,6 +17,7 @@ needs_nsys = pytest.mark.skipif(
 )
 
 
+@pytest.mark.slow
 @needs_nsys
 def test_cpu_only_trace_from_real_nsys_reports_no_cuda_activity(cpu_only_export):
     nsync = Path(sys.executable).parent / "nsync"

@@ -47,7 +47,7 @@ def _tables() -> list[list[dict[str, str]]]:
     return tables
 
 
-TRACES, TIMINGS = _tables()
+TRACES, TIMINGS, *_ = _tables()  # (later tables: other measurements)
 TRUE_STEPS = {row["trace"].removesuffix(".sqlite.xz"): int(row["true steps"]) for row in TRACES}
 MEASURED = {row["program"]: row for row in TIMINGS}
 
@@ -71,12 +71,14 @@ def fixed_site(analysis: Analysis, program: str) -> dict:
     raise AssertionError(f"no call site {name}:{line} in {program}")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(TRUE_STEPS))
 def test_steps_are_found_within_10_percent_of_the_true_count(real_analysis: Callable[[str], Analysis], name: str):
     found = len(real_analysis(name).steps.table)
     assert abs(found - TRUE_STEPS[name]) <= 0.1 * TRUE_STEPS[name]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["resnet_train", "timm_gradnorm", "hf_trainer", "compiled_train"])
 def test_without_the_step_marks_the_kernel_period_finds_the_steps(real: Callable[[str], Path], tmp_path, name):
     """The same export with nsync profile's optimizer-step marks deleted: a trace captured by hand."""
@@ -149,6 +151,7 @@ def test_diff_matches_each_library_line_on_its_own(real_analysis):
     assert set(result.callsites["status"]) == {"unchanged"}
 
 
+@pytest.mark.slow
 @needs_chromium
 def test_the_html_report_shows_the_verdict_the_phases_and_the_library_lines(real_analysis, tmp_path):
     from nsync import render_html
@@ -171,6 +174,7 @@ CALIBRATED_VERDICT = {  # worth fixing, by the measured savings (README): the ca
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("program", sorted(CALIBRATED_VERDICT))
 def test_with_the_calibration_run_the_verdicts_stay_right(real: Callable[[str], Path], program: str):
     from nsync.calibration import read_calibration

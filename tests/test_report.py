@@ -24,6 +24,7 @@ def write_report(analysis, path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 @needs_chromium
 def test_print_deg_report_renders_in_chromium_with_the_print_first(h200_analysis, tmp_path):
     page = write_report(h200_analysis("print_deg"), tmp_path / "report.html")
@@ -53,6 +54,7 @@ def hostile_trace(tmp_path: Path) -> Path:
     return b.write(tmp_path / "evil.sqlite")
 
 
+@pytest.mark.slow
 @needs_chromium
 def test_hostile_strings_are_escaped_everywhere(tmp_path):
     analysis = analyze(hostile_trace(tmp_path))
@@ -69,6 +71,7 @@ def test_hostile_strings_are_escaped_everywhere(tmp_path):
     assert "<script>" not in markdown and "<img" not in markdown
 
 
+@pytest.mark.slow
 @needs_chromium
 def test_report_without_python_frames_says_why(tmp_path):
     b = TraceBuilder(schema="2022.4")
@@ -82,6 +85,7 @@ def test_report_without_python_frames_says_why(tmp_path):
     assert "from none" in dom  # the stack's source is named in each row
 
 
+@pytest.mark.slow
 @needs_nsys
 @needs_chromium
 def test_report_of_a_trace_without_cuda_says_so(cpu_only_export, tmp_path):
@@ -199,6 +203,7 @@ def test_every_report_is_at_most_1_5_mb_and_renders_in_seconds(name: str, h200, 
     assert len(page.encode()) <= 1_500_000
 
 
+@pytest.mark.slow
 @needs_chromium
 def test_the_busiest_timeline_and_its_step_chart_are_drawn_in_chromium(real, tmp_path) -> None:
     page = tmp_path / "timm.html"

@@ -26,6 +26,7 @@ def saved(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path | str]:
     return {"folder": folder, "summary": done.stdout}
 
 
+@pytest.mark.slow
 def test_a_saved_result_renders_as_the_analysis_did(saved, tmp_path: Path) -> None:
     direct = Path(saved["folder"])
     again = run(
@@ -41,6 +42,7 @@ def test_a_saved_result_renders_as_the_analysis_did(saved, tmp_path: Path) -> No
     assert 'id="timeline"' in pages[1] and 'id="steps"' in pages[1]
 
 
+@pytest.mark.slow
 def test_the_gate_reads_a_saved_result(saved) -> None:
     result = Path(saved["folder"]) / "r.json"
     share = json.loads(result.read_text())["verdict"]["share_pct"]
@@ -49,6 +51,7 @@ def test_the_gate_reads_a_saved_result(saved) -> None:
     assert run("analyze", "--from", result, "--fail-above", "15").returncode == 0
 
 
+@pytest.mark.slow
 def test_a_result_of_an_older_nsync_without_the_drawing_data_still_renders(saved, tmp_path: Path) -> None:
     data = json.loads((Path(saved["folder"]) / "r.json").read_text())
     del data["per_step"], data["timeline"]
@@ -61,6 +64,7 @@ def test_a_result_of_an_older_nsync_without_the_drawing_data_still_renders(saved
     assert "w_print.py:19" in page
 
 
+@pytest.mark.slow
 def test_trace_strings_from_a_saved_result_are_escaped(saved, tmp_path: Path) -> None:
     data = json.loads((Path(saved["folder"]) / "r.json").read_text())
     data["callsites"][0]["function"] = "<script>alert(1)</script>"
@@ -81,6 +85,7 @@ def _edited(saved, tmp_path: Path, edit) -> Path:
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("edit", "code", "fragment"),
     [
@@ -95,6 +100,7 @@ def test_a_damaged_result_is_one_line(saved, tmp_path: Path, edit, code: int, fr
     assert_one_line_error(run("analyze", "--from", _edited(saved, tmp_path, edit)), code, fragment)
 
 
+@pytest.mark.slow
 def test_files_that_are_no_result_are_one_line(tmp_path: Path) -> None:
     text = tmp_path / "notes.json"
     text.write_text("nsync results go here")
@@ -106,6 +112,7 @@ def test_files_that_are_no_result_are_one_line(tmp_path: Path) -> None:
     assert_one_line_error(run("analyze", "--from", tmp_path), 2, "is a folder")
 
 
+@pytest.mark.slow
 def test_from_refuses_what_only_an_analysis_can_do(saved) -> None:
     result = Path(saved["folder"]) / "r.json"
     done = run("analyze", PRINT_DEG, "--from", result, "--window", "1:2", "--db", "/tmp/x.db")

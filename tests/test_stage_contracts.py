@@ -31,6 +31,7 @@ def loaded(request):
     return load_trace(request.param, keep_api=is_relevant_api)
 
 
+@pytest.mark.slow
 def test_the_loader_emits_its_declared_columns_in_nsyncs_words(loaded) -> None:
     trace = loaded
     assert tuple(trace.api.columns) == API_COLUMNS
@@ -46,6 +47,7 @@ def test_the_loader_emits_its_declared_columns_in_nsyncs_words(loaded) -> None:
         assert (table[["stream_id", "event_id"]].to_numpy() < 0xFFFFFFFF).all()
 
 
+@pytest.mark.slow
 def test_each_stage_adds_its_declared_columns_and_keeps_the_sync_order(loaded) -> None:
     trace = loaded
     detected = detect_syncs(trace, trace.gpu_ops)

@@ -41,6 +41,7 @@ def test_nvtx_steps_skip_the_first_as_warm_up_and_give_per_step_figures(build):
     assert list(a.step_stats["exposed_idle_ns"]) == per_sync
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["ProfilerStep#N", "iterN", "train_step"])
 def test_common_step_range_names_are_recognised(build, name):
     b = TraceBuilder()

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
+
 from benchmarks.tile_trace import tile
 from nsync import AnalysisConfig, analyze
 
 
+@pytest.mark.slow
 def test_tiled_trace_gives_n_times_the_source_answer(h200, tmp_path):
     source = h200("print_deg")
     copies, rows = tile(source, tmp_path / "tiled.sqlite", copies=3)

@@ -64,6 +64,7 @@ def elsewhere(tmp_path: Path) -> Path:
     return folder
 
 
+@pytest.mark.slow
 def test_the_wheel_carries_the_package_templates_and_license() -> None:
     wheel_dir = ROOT / "build" / "wheel-check"
     shutil.rmtree(wheel_dir, ignore_errors=True)
@@ -86,6 +87,7 @@ def test_the_wheel_carries_the_package_templates_and_license() -> None:
     assert not any(n.startswith(("tests/", "fixtures/", "benchmarks/")) for n in names)
 
 
+@pytest.mark.slow
 def test_installed_analyze_writes_html_markdown_and_json(installed: Path, elsewhere: Path) -> None:
     result = nsync(
         installed, elsewhere, "analyze", TRACES / "print_deg.sqlite.xz", "--html", "r.html", "--markdown", "r.md",
@@ -106,6 +108,7 @@ def test_installed_analyze_writes_html_markdown_and_json(installed: Path, elsewh
     assert generated.sub("", (elsewhere / "again.html").read_text()) == generated.sub("", page)
 
 
+@pytest.mark.slow
 @needs_chromium
 def test_installed_html_renders_in_a_browser(installed: Path, elsewhere: Path) -> None:
     assert nsync(installed, elsewhere, "analyze", TRACES / "print_deg.sqlite.xz", "--html", "r.html").returncode == 0
@@ -114,6 +117,7 @@ def test_installed_html_renders_in_a_browser(installed: Path, elsewhere: Path) -
     assert not [m for m in console if "Error" in m]
 
 
+@pytest.mark.slow
 def test_installed_diff_writes_html(installed: Path, elsewhere: Path) -> None:
     result = nsync(
         installed, elsewhere, "diff", TRACES / "print_ok.sqlite.xz", TRACES / "print_deg.sqlite.xz", "--html", "d.html"
@@ -124,6 +128,7 @@ def test_installed_diff_writes_html(installed: Path, elsewhere: Path) -> None:
     assert "regression" in page and "w_print.py" in page
 
 
+@pytest.mark.slow
 @needs_nsys
 def test_installed_profile_returns_the_programs_exit_code_with_every_output(installed: Path, elsewhere: Path) -> None:
     # the program runs with nsync's step-mark hook loaded from the installed package (it waits for torch.optim)
@@ -145,6 +150,7 @@ def test_installed_profile_returns_the_programs_exit_code_with_every_output(inst
     assert json.loads((elsewhere / "r.json").read_text())["status"] == "no-cuda"
 
 
+@pytest.mark.slow
 def test_installed_version_and_a_help_that_loads_no_pandas(installed: Path, elsewhere: Path) -> None:
     version = subprocess.run(
         [str(installed / "python"), "-c", "import importlib.metadata as m; print(m.version('nsync'))"],
@@ -160,6 +166,7 @@ def test_installed_version_and_a_help_that_loads_no_pandas(installed: Path, else
     assert "nsync.cli" in loaded and not {"pandas", "numpy", "plotly", "pyarrow"} & loaded
 
 
+@pytest.mark.slow
 def test_installed_ranks_run_on_dask(installed: Path, elsewhere: Path) -> None:
     from tests.test_ranks import rank_export
 

@@ -169,6 +169,7 @@ def test_a_program_without_optimizer_steps_is_captured_by_the_clock_then_ended(j
     assert 0.9e9 < window[1] - window[0] < 1.5e9
 
 
+@pytest.mark.slow
 def test_window_flags_need_a_window(tmp_path: Path) -> None:
     script = tmp_path / "t.py"
     script.write_text("pass\n")
