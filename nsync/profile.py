@@ -133,6 +133,11 @@ def profile(
             captured = run_capture(nsys, command, replace(options, window=None), tell)
         assert captured.report is not None
     seen = captured.window
+    if seen is not None and options.window is not None and seen.opened_by == "time":
+        tell(
+            f"note: the program made no optimizer step within {options.window.wait_s:g} s of using CUDA: captured "
+            f"{options.window.seconds:g} s of it by the clock, with steps found in the trace itself"
+        )
     if seen is not None and seen.ended_program:
         tell("the program was ended after the capture window (CaptureWindow(run_to_end=True) lets it finish)")
     elif seen is not None and options.window is not None and seen.opened_by == "steps" and not seen.closed:

@@ -165,6 +165,7 @@ def test_a_program_without_optimizer_steps_is_captured_by_the_clock_then_ended(j
     done = profile(job, "--wait-for-steps", "1", "--duration", "1", "infer.py")
     assert done.returncode == 0, done.stderr  # the SIGTERM that ended it was nsync's
     assert not (job / "finished").exists()
+    assert "the program made no optimizer step within 1 s of using CUDA: captured 1 s of it by the clock" in done.stderr
     (window,) = ranges(job / "out/infer.sqlite")[WINDOW_RANGE]
     assert 0.9e9 < window[1] - window[0] < 1.5e9
 
