@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import io
 import os
 import re
 import shutil
@@ -14,10 +15,12 @@ import signal
 import subprocess
 import sys
 import tempfile
+import typing
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO, Any
 
 from nsync.errors import NsysError
 from nsync.load.db import require_file
@@ -132,7 +135,7 @@ def run_capture(nsys: Nsys, command: Sequence[str], options: CaptureOptions, say
         except OSError as err:
             raise NsysError(f"cannot start {nsys.path}: {err.strerror}") from err
         assert proc.stdout is not None
-        relaying = relay(proc.stdout, sys.stdout.buffer, say)
+        relaying = relay(proc.stdout, _binary_stdout(), say)
         watch = HangWatch(proc.pid, lambda: _written(options, Path(scratch)), options.hang_s)
         code, interrupted, hung = _wait(nsys, proc, watch, say)
         relaying.join(timeout=RELAY_DRAIN_S)  # an agent left holding the pipe must not block us
@@ -166,6 +169,23 @@ def run_capture(nsys: Nsys, command: Sequence[str], options: CaptureOptions, say
 
 
 RELAY_DRAIN_S = 5
+
+
+def _binary_stdout() -> IO[bytes]:
+    """Where the program's output goes: our stdout, as bytes (a notebook's stdout has no buffer: text then)."""
+    buffer = getattr(sys.stdout, "buffer", None)
+    if buffer is not None:
+        return buffer
+
+    class Text(io.RawIOBase):
+        def write(self, data: Any) -> int:
+            sys.stdout.write(bytes(data).decode(errors="replace"))
+            return len(data)
+
+        def flush(self) -> None:
+            sys.stdout.flush()
+
+    return typing.cast(IO[bytes], Text())
 
 
 class WindowNeverOpened(NsysError):
