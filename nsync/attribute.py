@@ -16,7 +16,9 @@ One sync S on host thread T, interval [s0, s1] (docs/how-it-works.md, §3)::
 
 The window starts at s0 rather than at D when the GPU ran dry before the call: that idle came from
 the host being slow already, not from S. Consecutive syncs on one thread never share idle, because
-R stops at the next sync.
+R stops at the next sync. Syncs of several threads can have overlapping windows: an idle nanosecond in
+more than one is counted once, for the sync whose window began last (BusyUnion.idle_once), so that the
+syncs' exposed idle adds up to at most the GPU idle it stands for.
 """
 
 from __future__ import annotations
@@ -169,8 +171,8 @@ def attribute_syncs(
     exposed = np.zeros(len(syncs), np.int64)
     for (pid, device), rows in syncs.groupby(["global_pid", "device_id"], sort=False).indices.items():
         union = busy.get((int(pid), int(device)))
-        if union is not None:
-            exposed[rows] = union.idle_between(exposed_start[rows], exposed_end[rows])
+        if union is not None:  # each idle nanosecond of a GPU counted once, for the sync that began last
+            exposed[rows] = union.idle_once(exposed_start[rows], exposed_end[rows])
     syncs["exposed_idle_ns"] = exposed
     syncs["step"] = step_of(steps, s0)
     return syncs

@@ -57,6 +57,24 @@ class BusyUnion:
     def total_busy(self) -> int:
         return int((self.ends - self.starts).sum())
 
+    def idle_once(self, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+        """The idle in each window [start, end), each idle nanosecond counted for one window only: the one
+        that began last among those holding it (windows of several threads can overlap; one thread's never
+        do). The windows' figures then add up to the idle in their union, never more."""
+        start, end = np.asarray(start, np.int64), np.asarray(end, np.int64)
+        out = np.zeros(len(start), np.int64)
+        rows = np.flatnonzero(end > start)
+        if not len(rows):
+            return out
+        rows = rows[np.argsort(start[rows], kind="stable")]
+        s, e = start[rows], end[rows]
+        cuts = np.unique(np.concatenate([s, e]))
+        owner = latest_holding(s, e, cuts[:-1])
+        held = owner >= 0
+        idle = self.idle_between(cuts[:-1][held], cuts[1:][held])
+        out[rows] = np.bincount(owner[held], weights=idle, minlength=len(rows)).round().astype(np.int64)
+        return out
+
 
 Side = Literal["left", "right"]  # numpy.searchsorted's
 
@@ -70,6 +88,28 @@ def latest_at(keys: np.ndarray, values: np.ndarray, queries: np.ndarray, side: S
         return np.full(np.shape(queries), -1, np.int64)
     k = np.searchsorted(keys, queries, side=side) - 1
     return np.where(k >= 0, np.asarray(values)[np.clip(k, 0, None)], -1)
+
+
+def latest_holding(starts: np.ndarray, ends: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """For each time t, the last window (in ``starts`` order, which must be sorted) with start <= t < end;
+    -1 when none. Binary lifting over a table of the windows' largest ends in blocks of 2**k, so that
+    nested and overlapping windows cost log(n) vectorised passes, not a loop per window."""
+    n = len(starts)
+    t = np.asarray(t, np.int64)
+    if not n:
+        return np.full(t.shape, -1, np.int64)
+    levels = [np.asarray(ends, np.int64)]  # levels[k][i]: the largest end among windows i .. i + 2**k - 1
+    while (1 << len(levels)) <= n:
+        half, previous = 1 << (len(levels) - 1), levels[-1]
+        levels.append(np.maximum(previous[:-half], previous[half:]))
+    position = np.searchsorted(starts, t, side="right")  # windows before this one start at or before t
+    for k in range(len(levels) - 1, -1, -1):  # skip, from the right, blocks of windows that all ended by t
+        first = position - (1 << k)
+        can = first >= 0
+        block_end = np.where(can, levels[k][np.clip(first, 0, len(levels[k]) - 1)], np.iinfo(np.int64).max)
+        position = np.where(can & (block_end <= t), first, position)
+    found = position - 1
+    return np.where((found >= 0) & (np.asarray(ends)[np.clip(found, 0, None)] > t), found, -1)
 
 
 def running_max_at(keys: np.ndarray, values: np.ndarray, queries: np.ndarray, side: Side = "right") -> np.ndarray:

@@ -93,3 +93,24 @@ def test_the_terminal_and_json_give_two_gpus_share_of_their_idle(build) -> None:
     assert sorted(g["idle_pct"] for g in data["totals"]["per_gpu"]) == [0.0, 50.0]
     assert "GPU idle 0.50 ms (25.0% of 2 GPUs x 1.0 ms)" in render_terminal(a)
     assert np.isclose(100 - data["totals"]["gpu_idle_pct"], 75.0)
+
+
+@pytest.mark.parametrize("threads", [4, 24])
+def test_syncs_of_several_threads_count_each_idle_nanosecond_once(build, threads: int) -> None:
+    """NVIDIA Fuser's public report1.sqlite, in small: cudaFree on pool threads after the GPU drained, each
+    window running to the same rebuild point. The GPU works [10, 1000] and [5010, 6000] µs; thread k calls
+    cudaFree at 1100 + 480k/threads µs for 10 µs. Before, each sync counted all the idle from its call to 6000 µs
+    (4 threads: 15 340 µs, where the GPU idled 3910 in their union); now each idle microsecond goes to the
+    sync whose window began last: every sync but the last gets the gap to the next call, the last the rest."""
+    b = TraceBuilder()
+    b.kernel(1, 0, 10, 1000, name="k1")
+    spacing = 480 / threads  # 120 or 20 µs
+    for k in range(threads):
+        b.api(10 + k, "cudaFree", 1100 + k * spacing, 1110 + k * spacing)
+    b.kernel(1, 5000, 5010, 6000, name="k2")
+    a = build(b)
+    exposed_us = a.syncs.sort_values("start")["exposed_idle_ns"].to_numpy() / 1e3
+    assert exposed_us[:-1] == pytest.approx([spacing] * (threads - 1))
+    assert exposed_us[-1] == pytest.approx(6000 - 1100 - 990 - (threads - 1) * spacing)
+    assert a.totals["exposed_idle_ns"] == ns(3910)  # the idle in the union of the windows, once
+    check_invariants(a)

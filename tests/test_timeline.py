@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from nsync import timeline
 from nsync.keys import DIRECT_RANGE, codes_in, dense_codes, match_rows
-from nsync.timeline import BusyUnion, group_codes, rows_by_key
+from nsync.timeline import BusyUnion, group_codes, latest_holding, rows_by_key
 
 RNG = np.random.default_rng(7)
 
@@ -91,3 +93,36 @@ def test_busy_union_idle_matches_painting_the_intervals(presorted):
 def test_busy_union_of_nothing_is_all_idle():
     union = BusyUnion(np.zeros(0, np.int64), np.zeros(0, np.int64))
     assert union.idle_between(np.array([10]), np.array([25])).tolist() == [15]
+
+
+WINDOWS = st.lists(st.tuples(st.integers(0, 200), st.integers(0, 60)), max_size=40)
+
+
+@settings(max_examples=300, deadline=None)
+@given(windows=WINDOWS, at=st.lists(st.integers(-5, 270), max_size=30))
+def test_latest_holding_is_the_window_that_began_last_among_those_holding_t(windows, at) -> None:
+    windows = sorted(windows)
+    starts = np.array([s for s, _ in windows], np.int64)
+    ends = np.array([s + length for s, length in windows], np.int64)
+    found = latest_holding(starts, ends, np.array(at, np.int64))
+    for t, got in zip(at, found.tolist()):
+        holding = [i for i, (s, e) in enumerate(zip(starts, ends)) if s <= t < e]
+        assert got == (holding[-1] if holding else -1)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    busy=st.lists(st.tuples(st.integers(0, 300), st.integers(1, 40)), max_size=20),
+    windows=WINDOWS,
+)
+def test_idle_once_adds_up_to_the_idle_in_the_union_of_the_windows(busy, windows) -> None:
+    """Each idle nanosecond once: per window at most its own idle, together exactly the idle in their union
+    (nanosecond by nanosecond, by brute force)."""
+    union = BusyUnion(np.array([s for s, _ in busy], np.int64), np.array([s + d for s, d in busy], np.int64))
+    start = np.array([s for s, _ in windows], np.int64)
+    end = np.array([s + length for s, length in windows], np.int64)
+    once = union.idle_once(start, end)
+    assert (once <= union.idle_between(start, end)).all() and (once >= 0).all()
+    busy_ns = {t for s, d in busy for t in range(s, s + d)}
+    held_ns = {t for s, e in zip(start.tolist(), end.tolist()) for t in range(s, e)}
+    assert int(once.sum()) == len(held_ns - busy_ns)
