@@ -19,23 +19,34 @@ def match_rows(
 
     Ids below zero are NULLs (the loader's -1) and match nothing.
     """
+    return match_rows_and_repeats(left_group, left_id, right_group, right_id)[0]
+
+
+def match_rows_and_repeats(
+    left_group: np.ndarray, left_id: np.ndarray, right_group: np.ndarray, right_id: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`match_rows`, and which right rows repeat the (group, id) of an earlier right row: the join's
+    own sort shows them, at no extra cost."""
     left_group, left_id = np.asarray(left_group, np.int64), np.asarray(left_id, np.int64)
     right_group, right_id = np.asarray(right_group, np.int64), np.asarray(right_id, np.int64)
+    repeated = np.zeros(len(right_id), bool)
     if not len(left_id) or not len(right_id):
-        return np.full(len(left_id), -1, np.int64)
+        return np.full(len(left_id), -1, np.int64), repeated
     right_codes, groups = dense_codes(right_group)
     low = min(int(left_id.min()), int(right_id.min()))
     id_bits = max(1, (max(int(left_id.max()), int(right_id.max())) - low).bit_length())
     if id_bits + max(1, len(groups).bit_length()) > 62:  # ids too far apart to pack: hash the pairs
-        return _match_by_hash(left_group, left_id, right_group, right_id)
+        repeated[:] = pd.DataFrame({"group": right_group, "id": right_id}).duplicated().to_numpy()
+        return _match_by_hash(left_group, left_id, right_group, right_id), repeated
     right_key = _pack(right_codes, right_id, low, id_bits)
     order = np.argsort(right_key, kind="stable")  # stable: among equal keys the first row comes first
     right_key = right_key[order]
+    repeated[order[1:][right_key[1:] == right_key[:-1]]] = True
     left_key = _pack(codes_in(left_group, groups), left_id, low, id_bits)  # unknown group: < 0
     pos = np.searchsorted(right_key, left_key)
     np.minimum(pos, len(right_key) - 1, out=pos)
     found = (right_key[pos] == left_key) & (left_id >= 0)
-    return np.where(found, order[pos], -1)
+    return np.where(found, order[pos], -1), repeated
 
 
 DIRECT_RANGE = 1 << 20  # widest value range coded through a lookup table (8 MiB) rather than a hash

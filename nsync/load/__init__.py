@@ -16,7 +16,7 @@ import pandas as pd
 
 from nsync.errors import TraceError
 from nsync.keys import match_rows, take_matched
-from nsync.load import readers
+from nsync.load import readers, rows
 from nsync.load.budget import plan_window
 from nsync.load.checks import check_columns, check_metadata, check_tables_agree
 from nsync.load.db import ExportDb, open_export, require_file
@@ -104,7 +104,8 @@ def _load(db: ExportDb, say: Progress, keep_api: Callable[[str], bool] | None, w
             "capture": db.capture_meta(),
         }
         api = _attach_backtraces(result(api_job), result(twins_job), marks)
-        gpu_ops, launched_op = result(ops_job)
+        gpu_ops, launched_op, repeated_calls = result(ops_job)
+    api, gpu_ops, launched_op, set_aside = _possible(api, gpu_ops, launched_op, repeated_calls, small)
     needing_callchains = api.loc[(api["py_stack_id"] < 0) & (api["callchain_id"] >= 0), "callchain_id"]
     trace = Trace(
         path=db.path,
@@ -121,8 +122,27 @@ def _load(db: ExportDb, say: Progress, keep_api: Callable[[str], bool] | None, w
     )
     trace.warnings.extend(check_metadata(meta, trace.schema_version))
     trace.warnings.extend(check_tables_agree(db, api, gpu_ops, launched_op))
+    trace.warnings.extend(aside.warning() for aside in set_aside)
     trace.warnings.extend(_frame_warnings(db, trace, frameless))
     return trace
+
+
+def _possible(
+    api: pd.DataFrame, gpu_ops: pd.DataFrame, launched_op: np.ndarray, repeated_calls: np.ndarray, small: dict
+) -> tuple[pd.DataFrame, pd.DataFrame, np.ndarray, list[rows.SetAside]]:
+    """The calls, ops and ranges without the rows that cannot be true (nsync.load.rows), and what was set
+    aside. Nothing is copied when every row passes, the usual case."""
+    span = small["span_ns"]
+    keep_api, api_aside = rows.check_api(api, span, repeated_calls)
+    keep_ops, ops_aside = rows.check_gpu_ops(gpu_ops, span)
+    keep_ranges, ranges_aside = rows.check_ranges(small["nvtx_ranges"])
+    if not keep_api.all():
+        api, launched_op = api.loc[keep_api].reset_index(drop=True), launched_op[keep_api]
+    if not keep_ops.all():
+        gpu_ops = gpu_ops.loc[keep_ops].reset_index(drop=True)
+    if not keep_ranges.all():
+        small["nvtx_ranges"] = small["nvtx_ranges"].loc[keep_ranges].reset_index(drop=True)
+    return api, gpu_ops, launched_op, [*api_aside, *ops_aside, *ranges_aside]
 
 
 def split_processes(trace: Trace) -> dict[int, Trace]:

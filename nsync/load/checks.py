@@ -14,7 +14,7 @@ import pandas as pd
 
 from nsync.errors import TraceError
 from nsync.load.db import ExportDb
-from nsync.load.readers import GPU_COMMON_COLUMNS, GPU_OP_TABLES, RUNTIME
+from nsync.load.readers import GPU_COMMON_COLUMNS, GPU_OP_TABLES, RUNTIME, UNNAMED
 
 # table -> (columns every reader of it needs, what nsync reads from it)
 REQUIRED_COLUMNS: dict[str, tuple[tuple[str, ...], str]] = {
@@ -76,11 +76,28 @@ def check_tables_agree(db: ExportDb, api: pd.DataFrame, gpu_ops: pd.DataFrame, l
             f"{db.path}: GPU activity but no CUDA API table ({RUNTIME}): syncs cannot be found "
             "(a damaged or edited export?)"
         )
+    if len(gpu_ops) and not len(api):  # a table that is there but empty says no more than a missing one
+        raise TraceError(
+            f"{db.path}: GPU activity but no CUDA calls ({RUNTIME} is empty): syncs cannot be found "
+            "(a damaged or edited export?)"
+        )
     names = api["api"].cat
+    unnamed_codes = [k for k, name in enumerate(names.categories) if str(name).startswith(UNNAMED)]
+    unnamed = int(np.isin(names.codes.to_numpy(), unnamed_codes).sum()) if unnamed_codes else 0
+    if len(api) and unnamed == len(api):
+        raise TraceError(
+            f"{db.path}: the string table (StringIds) holds none of the CUDA calls' names: syncs cannot be "
+            "found (a damaged or edited export?)"
+        )
+    warnings = []
+    if unnamed:
+        warnings.append(
+            f"{unnamed} of {len(api)} CUDA calls have no name in the string table (StringIds): syncs among them "
+            "are not found, so the syncs' figures may be missing some."
+        )
     launch_codes = [k for k, name in enumerate(names.categories) if str(name).startswith(KERNEL_LAUNCH_PREFIXES)]
     is_launch = np.isin(names.codes.to_numpy(), launch_codes)
     launches = int(is_launch.sum())
-    warnings = []
     if launches >= MIN_CALLS:
         unmatched = int((is_launch & ~launched_op).sum())
         if unmatched == launches:

@@ -10,7 +10,7 @@ from typing import cast
 import numpy as np
 import pandas as pd
 
-from nsync.keys import dense_codes, match_rows, take_matched
+from nsync.keys import dense_codes, match_rows_and_repeats, take_matched
 from nsync.load.db import ExportDb, Read, StringTable
 from nsync.load.model import StackTable
 from nsync.load.pyframes import intern_blobs
@@ -26,6 +26,7 @@ OVERHEAD_NAMES = ("CUDA profiling data flush overhead", "CUDA profiling stop ove
 _VERSION_SUFFIX = re.compile(r"_v\d+$")
 _PER_THREAD_SUFFIX = re.compile(r"_pt(sz|ds)$")
 PID_MASK = 0xFFFFFF
+UNNAMED = "<string "  # a name whose id StringIds lacks: "<string 1234>"
 
 
 def global_pid(global_tid: np.ndarray) -> np.ndarray:
@@ -57,7 +58,7 @@ def names_for(ids: pd.Series | np.ndarray, strings: StringTable, normalise: bool
     ids = np.asarray(pd.Series(ids).fillna(-1), dtype=np.int64)
     inverse, uniq = dense_codes(ids)
     values = strings.lookup(uniq)
-    resolved = [(f"<string {i}>" if not isinstance(v, str) else v) for i, v in zip(uniq, values)]
+    resolved = [(f"{UNNAMED}{i}>" if not isinstance(v, str) else v) for i, v in zip(uniq, values)]
     if normalise:
         resolved = [normalise_api_name(v) for v in resolved]
     categories, codes = np.unique(np.asarray(resolved, dtype=object), return_inverse=True)
@@ -153,7 +154,7 @@ NO_ID = 0xFFFFFFFF  # CUPTI's "not applicable" stream or event id (a device-wide
 def read_gpu_op_columns(db: ExportDb, window: Window = None) -> tuple[dict[str, np.ndarray], list[int]]:
     """The GPU activity tables' columns stacked (kernels, memcpys, memsets, graph launches), and the row
     count of each."""
-    where, params = in_window(window, "start > 0")
+    where, params = in_window(window, "1")  # every row: an impossible one is set aside and counted (load.rows)
     return db.stack_columns(
         [Read(table, {**GPU_COMMON_COLUMNS, **extra}, where, params) for table, extra in GPU_OP_TABLES]
     )
@@ -177,7 +178,7 @@ def gpu_ops_table(stacked: tuple[dict[str, np.ndarray], list[int]], strings: Str
     op_codes = columns.pop("op")
     ops["op"] = pd.Categorical.from_codes(op_codes, categories=list(GPU_OP_KINDS))
     names = names_for(columns.pop("name_id"), strings)
-    ops["name"] = names.set_categories([c for c in names.categories if c != "<string -1>"])
+    ops["name"] = names.set_categories([c for c in names.categories if c != f"{UNNAMED}-1>"])
     # categories on a byte of codes each: a sixth of the table at millions of ops
     ops["copy_direction"] = _decoded(columns.pop("copy_kind"), COPY_DIRECTION_OF_KIND, COPY_DIRECTIONS)
     ops["src_memory"] = _decoded(columns.pop("src_kind"), MEMORY_OF_KIND, MEMORY_OF_KIND)
@@ -197,12 +198,13 @@ def _decoded(ids: np.ndarray, meaning: tuple[str | None, ...], categories: tuple
     return pd.Categorical.from_codes(codes, categories=list(categories))
 
 
-def with_launches(ops: dict[str, np.ndarray], api: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
+def with_launches(ops: dict[str, np.ndarray], api: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
     """The GPU ops joined to the calls that launched them (same process and correlationId): launch_start,
-    launch_end and launch_tid; and which calls launched some op (a mask over ``api``, for the loader's
-    cross-check). An op whose call was not traced (nsys skips some APIs) gets its GPU start as launch time:
-    it cannot have been launched later than that."""
-    row = match_rows(
+    launch_end and launch_tid; which calls launched some op (a mask over ``api``, for the loader's
+    cross-check); and which calls repeat an earlier call's (process, correlationId) (written twice). An op
+    whose call was not traced (nsys skips some APIs) gets its GPU start as launch time: it cannot have been
+    launched later than that."""
+    row, repeated = match_rows_and_repeats(
         ops["global_pid"], ops["correlation_id"], api["global_pid"].to_numpy(), api["correlation_id"].to_numpy()
     )
     ops["launch_start"] = take_matched(api["start"].to_numpy(), row, ops["start"])
@@ -210,7 +212,7 @@ def with_launches(ops: dict[str, np.ndarray], api: pd.DataFrame) -> tuple[pd.Dat
     ops["launch_tid"] = take_matched(api["global_tid"].to_numpy(), row)
     launched_op = np.zeros(len(api), bool)
     launched_op[row[row >= 0]] = True
-    return pd.DataFrame(ops, copy=False), launched_op
+    return pd.DataFrame(ops, copy=False), launched_op, repeated
 
 
 def read_busy_extra(db: ExportDb, strings: StringTable) -> pd.DataFrame:
