@@ -20,6 +20,7 @@ from nsync import EXIT_CODES, AnalysisConfig, NsyncError, UsageError
 from nsync.__main__ import drop_stdout
 from nsync.errors import Interrupted
 from nsync.memory import release_freed_memory, tune_allocator
+from nsync.render.text import printable
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -144,7 +145,7 @@ def reported(command: Callable[..., None]) -> Callable[..., None]:
             drop_stdout()
             raise typer.Exit(0) from None
         except NsyncError as error:
-            sys.stderr.write(f"nsync: error: {in_flags(str(error))}\n")
+            sys.stderr.write(f"nsync: error: {printable(in_flags(str(error)))}\n")
             raise typer.Exit(error.exit_code) from None
         except MemoryError:
             sys.stderr.write(
@@ -156,7 +157,8 @@ def reported(command: Callable[..., None]) -> Callable[..., None]:
             if os.environ.get("NSYNC_DEBUG"):
                 raise
             err.print(
-                f"nsync: internal error: {type(error).__name__}: {error} (set NSYNC_DEBUG=1 for the traceback)",
+                f"nsync: internal error: {type(error).__name__}: {printable(str(error))} (set NSYNC_DEBUG=1 for "
+                "the traceback)",
                 markup=False,
             )
             raise typer.Exit(1) from None
@@ -286,11 +288,11 @@ def _gate(report: nsync.Report, fail_above_pct: float) -> None:
     verdict = report.verdict
     if verdict is None:
         reason = next((w for w in report.warnings if "what-if" in w), "no steps, so no what-if prediction")
-        err.print(f"nsync: error: --fail-above cannot gate this trace: {in_flags(reason)}", markup=False)
+        err.print(f"nsync: error: --fail-above cannot gate this trace: {printable(in_flags(reason))}", markup=False)
         raise typer.Exit(1)
     if verdict.share_pct > fail_above_pct:
         err.print(
-            f"nsync: fixing {verdict.site or 'all the syncs of a step'} is predicted to save "
+            f"nsync: fixing {printable(verdict.site or 'all the syncs of a step')} is predicted to save "
             f"{verdict.share_pct:g} % of a step "
             f"(> {fail_above_pct:g} %)",
             markup=False,
@@ -433,7 +435,7 @@ def profile_command(
     config = AnalysisConfig(step_range=step_range)
 
     def say(message: str) -> None:
-        err.print(f"nsync: {in_flags(message)}", markup=False)
+        err.print(f"nsync: {printable(in_flags(message))}", markup=False)
 
     def release(_stage: str) -> None:  # between the analysis's stages: see progress()
         release_freed_memory()
@@ -644,7 +646,7 @@ class Outputs:
                 raise UsageError(f"{flag} {path}: cannot write there, no such folder {folder}")
             if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
                 raise UsageError(f"{flag} {path}: cannot write there, permission denied")
-            if trace is not None and path.resolve() == trace.resolve():
+            if trace is not None and _same_file(path, trace):
                 raise UsageError(f"{flag} {path}: that is the trace being analysed; nsync never writes into a trace")
         if self.db is not None:
             from nsync.render.database import check_database_path
@@ -656,6 +658,14 @@ class Outputs:
 
 
 Writer = Callable[[Path], None]
+
+
+def _same_file(path: Path, other: Path) -> bool:
+    """Whether two paths name one file; a path that cannot be resolved (a loop of symbolic links) is an error."""
+    try:
+        return path.resolve() == other.resolve()
+    except (OSError, RuntimeError) as error:  # RuntimeError: Python < 3.13's "Symlink loop"
+        raise UsageError(f"{path}: cannot be resolved ({error})") from None
 
 
 def _emit(
@@ -706,7 +716,7 @@ def _finish(
     for path in written:
         err.print(f"nsync: wrote {path}", markup=False)
     for message in failed:
-        sys.stderr.write(f"nsync: error: {message}\n")
+        sys.stderr.write(f"nsync: error: {printable(message)}\n")
     return not failed
 
 

@@ -46,7 +46,7 @@ def load_trace(
     """
     say = progress or (lambda _msg: None)
     with sqlite_file(Path(path), say) as sqlite_path:
-        db = open_export(sqlite_path)
+        db = open_export(sqlite_path, name=Path(path))
         try:
             check_columns(db)
             window, cut = plan_window(db, readers.read_span(db), window_s, max_memory_bytes)
@@ -123,6 +123,11 @@ def _load(db: ExportDb, say: Progress, keep_api: Callable[[str], bool] | None, w
     trace.warnings.extend(check_metadata(meta, trace.schema_version))
     trace.warnings.extend(check_tables_agree(db, api, gpu_ops, launched_op))
     trace.warnings.extend(aside.warning() for aside in set_aside)
+    if db.text.replaced:
+        trace.warnings.append(
+            f"{db.text.replaced} strings of the export are not valid UTF-8: the bytes that are not show as "
+            "U+FFFD in names."
+        )
     trace.warnings.extend(_frame_warnings(db, trace, frameless))
     return trace
 

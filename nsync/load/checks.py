@@ -38,7 +38,7 @@ def check_columns(db: ExportDb) -> None:
         missing = [column for column in columns if not db.has(table, column)]
         if missing:
             raise TraceError(
-                f"{db.path}: table {table} has no column {', '.join(missing)}, which nsync needs to read "
+                f"{db.name}: table {table} has no column {', '.join(missing)}, which nsync needs to read "
                 f"{purpose} (a damaged or edited export?)"
             )
 
@@ -73,12 +73,12 @@ def check_tables_agree(db: ExportDb, api: pd.DataFrame, gpu_ops: pd.DataFrame, l
     when part of it is."""
     if len(gpu_ops) and not db.has(RUNTIME):
         raise TraceError(
-            f"{db.path}: GPU activity but no CUDA API table ({RUNTIME}): syncs cannot be found "
+            f"{db.name}: GPU activity but no CUDA API table ({RUNTIME}): syncs cannot be found "
             "(a damaged or edited export?)"
         )
     if len(gpu_ops) and not len(api):  # a table that is there but empty says no more than a missing one
         raise TraceError(
-            f"{db.path}: GPU activity but no CUDA calls ({RUNTIME} is empty): syncs cannot be found "
+            f"{db.name}: GPU activity but no CUDA calls ({RUNTIME} is empty): syncs cannot be found "
             "(a damaged or edited export?)"
         )
     names = api["api"].cat
@@ -86,7 +86,7 @@ def check_tables_agree(db: ExportDb, api: pd.DataFrame, gpu_ops: pd.DataFrame, l
     unnamed = int(np.isin(names.codes.to_numpy(), unnamed_codes).sum()) if unnamed_codes else 0
     if len(api) and unnamed == len(api):
         raise TraceError(
-            f"{db.path}: the string table (StringIds) holds none of the CUDA calls' names: syncs cannot be "
+            f"{db.name}: the string table (StringIds) holds none of the CUDA calls' names: syncs cannot be "
             "found (a damaged or edited export?)"
         )
     warnings = []
@@ -102,7 +102,7 @@ def check_tables_agree(db: ExportDb, api: pd.DataFrame, gpu_ops: pd.DataFrame, l
         unmatched = int((is_launch & ~launched_op).sum())
         if unmatched == launches:
             raise TraceError(
-                f"{db.path}: {launches} kernel launches but no GPU activity for any of them (is "
+                f"{db.name}: {launches} kernel launches but no GPU activity for any of them (is "
                 "CUPTI_ACTIVITY_KIND_KERNEL missing?): GPU idle and exposed idle cannot be measured"
             )
         if unmatched > TOLERATED_SHARE * launches:

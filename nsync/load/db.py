@@ -41,6 +41,21 @@ class Read(NamedTuple):
     params: tuple[object, ...] = ()
 
 
+class Utf8Text:
+    """sqlite3's text factory: UTF-8, and where a string is not (a thread name is the kernel's ``comm``,
+    which is bytes), the bytes that are not as U+FFFD, counted: one such byte must not refuse the file."""
+
+    def __init__(self) -> None:
+        self.replaced = 0
+
+    def __call__(self, raw: bytes) -> str:
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            self.replaced += 1
+            return raw.decode("utf-8", "replace")
+
+
 @dataclass
 class ExportDb:
     """A read-only connection plus the export's table and column inventory."""
@@ -48,6 +63,11 @@ class ExportDb:
     path: Path
     conn: sqlite3.Connection
     columns: dict[str, list[str]] = field(default_factory=dict)
+    text: Utf8Text = field(default_factory=Utf8Text)
+    name: Path | None = None  # the file as the user named it, for messages (a .sqlite.xz, not its unpacked copy)
+
+    def __post_init__(self) -> None:
+        self.name = self.name or self.path
 
     def has(self, table: str, column: str | None = None) -> bool:
         cols = self.columns.get(table)
@@ -60,7 +80,7 @@ class ExportDb:
         try:
             return pd.read_sql_query(sql, self.conn, params=params)
         except (sqlite3.DatabaseError, ValueError) as err:
-            raise TraceError(f"{self.path}: damaged or truncated SQLite file ({_first_line(err)})") from err
+            raise TraceError(f"{self.name}: {_damaged(err)}") from err
 
     def select(
         self, table: str, wanted: dict[str, str], where: str = "", params: tuple[object, ...] = ()
@@ -280,6 +300,13 @@ def _int64(values: pd.Series) -> np.ndarray:
     return pd.to_numeric(values, errors="coerce").fillna(-1).to_numpy(np.int64)
 
 
+def _damaged(err: BaseException) -> str:
+    """What a SQLite error says of the file: locked by a writer (not damaged), or damaged."""
+    if "locked" in str(err):
+        return "locked by another program (an export still being written?): try again once it is done"
+    return f"damaged or truncated SQLite file ({_first_line(err)})"
+
+
 def _first_line(err: BaseException) -> str:
     text = str(err).strip() or type(err).__name__
     return text.splitlines()[0]
@@ -291,30 +318,34 @@ def require_file(path: Path) -> None:
     if path.is_dir():
         raise UsageError(f"{path}: is a folder, not a trace (give the .sqlite export or .nsys-rep)")
     if not path.is_file():
+        if path.exists():  # a pipe, a socket or a device: nothing nsync can read twice
+            raise UsageError(f"{path}: not a regular file (give the .sqlite export or .nsys-rep)")
         raise UsageError(f"{path}: no such file")
     if not os.access(path, os.R_OK):
         raise TraceError(f"{path}: cannot read (permission denied)")
 
 
-def open_export(path: str | Path) -> ExportDb:
-    """Open ``path`` read-only and check that it is an nsys SQLite export.
+def open_export(path: str | Path, name: Path | None = None) -> ExportDb:
+    """Open ``path`` read-only and check that it is an nsys SQLite export (``name``: the file as the user
+    named it, for messages).
 
     Raises TraceError with a one-line reason for a missing, non-SQLite, damaged or non-nsys file.
     """
     path = Path(path)
+    name = name or path
     require_file(path)
     try:
         with path.open("rb") as handle:
             head = handle.read(100)
     except OSError as err:
-        raise TraceError(f"{path}: cannot read ({err.strerror})") from err
+        raise TraceError(f"{name}: cannot read ({err.strerror})") from err
     if path.suffix == ".nsys-rep" or path.suffix == ".qdrep":
         raise TraceError(
-            f"{path}: this is an nsys report, not its SQLite export; run "
+            f"{name}: this is an nsys report, not its SQLite export; run "
             f"'nsys export --type sqlite --include-blobs=true {path}' first"
         )
     if len(head) < 100 or not head.startswith(SQLITE_MAGIC):
-        raise TraceError(f"{path}: not a SQLite file (expected an nsys SQLite export)")
+        raise TraceError(f"{name}: not a SQLite file (expected an nsys SQLite export)")
     uri = path.resolve().as_uri() + "?mode=ro"
     try:
         conn = sqlite3.connect(uri, uri=True, check_same_thread=False)  # read-only; readers run in threads
@@ -322,14 +353,15 @@ def open_export(path: str | Path) -> ExportDb:
             "SELECT m.name, p.name FROM sqlite_master AS m JOIN pragma_table_info(m.name) AS p WHERE m.type = 'table'"
         ).fetchall()
     except sqlite3.DatabaseError as err:
-        raise TraceError(f"{path}: damaged or truncated SQLite file ({_first_line(err)})") from err
+        raise TraceError(f"{name}: {_damaged(err)}") from err
     columns: dict[str, list[str]] = {}
     for table, column in rows:
         columns.setdefault(table, []).append(column)
-    db = ExportDb(path=path, conn=conn, columns=columns)
+    db = ExportDb(path=path, conn=conn, columns=columns, name=name)
+    conn.text_factory = db.text
     if not any(db.has(t) for t in NSYS_MARKER_TABLES[1:]) or not db.has("StringIds"):
         db.close()
-        raise TraceError(f"{path}: a SQLite file, but not an nsys export (no StringIds/nsys metadata tables)")
+        raise TraceError(f"{name}: a SQLite file, but not an nsys export (no StringIds/nsys metadata tables)")
     _check_readable(db)
     return db
 
@@ -350,10 +382,10 @@ def _check_readable(db: ExportDb) -> None:
         promised = expected_size(handle.read(100))
     if promised is not None and db.path.stat().st_size < promised:
         db.close()
-        raise TraceError(f"{db.path}: damaged or truncated SQLite file ({db.path.stat().st_size} of {promised} bytes)")
+        raise TraceError(f"{db.name}: damaged or truncated SQLite file ({db.path.stat().st_size} of {promised} bytes)")
     if db.has("StringIds"):
         try:
             db.conn.execute('SELECT count(*) FROM "StringIds"').fetchone()
         except sqlite3.DatabaseError as err:
             db.close()
-            raise TraceError(f"{db.path}: damaged or truncated SQLite file ({_first_line(err)})") from err
+            raise TraceError(f"{db.name}: {_damaged(err)}") from err

@@ -30,6 +30,8 @@ def decode_frames(blob: bytes, strings: Mapping[int, str]) -> Stack | None:
         if count < 1:
             return None
         _schema, _size, offset = _ENTRY.unpack_from(blob, 8)
+        if offset + _STATE.size > len(blob):  # (an offset past the blob, as large as 2**64 - 1 in a damaged one)
+            return None
         _state_id, _state, nframes = _STATE.unpack_from(blob, offset)
         if nframes > MAX_FRAMES or offset + 16 + 24 * nframes > len(blob):
             return None

@@ -370,8 +370,9 @@ def read_threads(db: ExportDb, strings: StringTable) -> pd.DataFrame:
 
 def read_gpus(db: ExportDb) -> pd.DataFrame:
     """GPU names by the ``deviceId`` of the activity tables: ``TARGET_INFO_GPU`` (its ids mapped through
-    ``TARGET_INFO_CUDA_DEVICE`` where present, which handles CUDA_VISIBLE_DEVICES), or the
-    ``TARGET_INFO_CUDA_GPU`` of early-2021 exports."""
+    ``TARGET_INFO_CUDA_DEVICE`` where present, which handles CUDA_VISIBLE_DEVICES; else through its own
+    ``cuDevice``, the CUDA ordinal, as 2022.4 and 2023.4 write it), or the ``TARGET_INFO_CUDA_GPU`` of
+    early-2021 exports."""
     if db.has("TARGET_INFO_GPU", "name"):
         frame = _ints(db.select("TARGET_INFO_GPU", {"gpu_id": "id", "name": "name"}), ["gpu_id"])
         if db.has("TARGET_INFO_CUDA_DEVICE", "cudaId") and db.has("TARGET_INFO_CUDA_DEVICE", "gpuId"):
@@ -380,6 +381,9 @@ def read_gpus(db: ExportDb) -> pd.DataFrame:
             )
             mapped = cuda.merge(frame, on="gpu_id", how="inner")[["device_id", "name"]]
             frame = pd.concat([mapped, frame.rename(columns={"gpu_id": "device_id"})], ignore_index=True)
+        elif db.has("TARGET_INFO_GPU", "cuDevice"):  # 2022.4 and 2023.4: the CUDA ordinal in the GPU's own row
+            cuda = _ints(db.select("TARGET_INFO_GPU", {"device_id": "cuDevice", "name": "name"}), ["device_id"])
+            frame = pd.concat([cuda.loc[cuda["device_id"] >= 0], frame.rename(columns={"gpu_id": "device_id"})])
         else:
             frame = frame.rename(columns={"gpu_id": "device_id"})
     else:

@@ -168,7 +168,7 @@ def relay(source: IO[bytes], sink: IO[bytes], say: Callable[[str], None]) -> thr
                 except (BrokenPipeError, ValueError, OSError):
                     open_sink = False
             for line in own:
-                say(f"nsys: {line}")
+                say(f"nsys: {line}")  # (the command line makes it printable, as every message)
             if not chunk:
                 return
 

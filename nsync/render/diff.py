@@ -4,6 +4,7 @@ summary."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -14,6 +15,7 @@ from rich.text import Text
 from nsync.render.diff_model import DiffReport, as_diff_report, diff_report_to_dict
 from nsync.render.markdown import cell, code_span
 from nsync.render.terminal import fitted_table, fixed
+from nsync.render.text import printable_all
 
 if TYPE_CHECKING:
     from nsync.diff import Diff
@@ -52,7 +54,7 @@ def headline(report: DiffReport) -> str:
 
 
 def render_diff_markdown(source: DiffReport | Diff, top: int = 10) -> str:
-    report = as_diff_report(source)
+    report = printable_all(replace(as_diff_report(source), timelines=(None, None)))
     lines = [
         f"### nsync diff: {cell(Path(report.baseline.path).name)} → {cell(Path(report.candidate.path).name)}",
         "",
@@ -83,7 +85,7 @@ def render_diff_markdown(source: DiffReport | Diff, top: int = 10) -> str:
 
 
 def diff_summary(source: DiffReport | Diff, top: int = 10, width: int = 120) -> Group:
-    report = as_diff_report(source)
+    report = printable_all(replace(as_diff_report(source), timelines=(None, None)))
     parts: list[Text | Table] = [
         Text(f"nsync diff {report.baseline.path} → {report.candidate.path}"),
         Text(headline(report), style=VERDICT_STYLE.get(report.verdict, "")),

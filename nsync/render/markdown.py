@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import html
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nsync.render.model import Report, as_report
 from nsync.render.terminal import ONCE_ROWS, fixed
+from nsync.render.text import printable_all
 
 if TYPE_CHECKING:
     from nsync.analysis import Analysis
@@ -24,7 +26,7 @@ def code_span(value: object) -> str:
 
 
 def render_markdown(source: Report | Analysis, top: int = 10) -> str:
-    report = as_report(source)
+    report = printable_all(replace(as_report(source), timeline=None))  # no control character from the trace
     steps, totals = report.steps, report.totals
     lines = [f"### nsync: {cell(Path(report.trace.path).name)}", ""]
     if report.verdict:

@@ -11,6 +11,7 @@ from rich.text import Text
 
 from nsync.ranks import RanksReport
 from nsync.render.terminal import fitted_table, fixed
+from nsync.render.text import printable_all
 
 
 def render_ranks_json(report: RanksReport) -> str:
@@ -38,6 +39,7 @@ STRAGGLER_COLUMNS = [
 
 
 def ranks_summary(report: RanksReport, top: int = 10, width: int = 120) -> Group:
+    report = printable_all(report)
     head = Text()
     head.append("nsync ranks ", style="bold")
     head.append(f"{len(report.ranks)} ranks, {report.collectives} collectives lined up; the last rank holds the "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from rich.console import Console, Group
@@ -10,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from nsync.render.model import CallSite, OnceSite, Phase, Report, as_report
+from nsync.render.text import printable_all
 
 if TYPE_CHECKING:
     from nsync.analysis import Analysis
@@ -25,8 +27,8 @@ def fixed(value: float | None, digits: int = 3, sign: bool = False) -> str:
 
 def summary(source: Report | Analysis, top: int = 10, width: int = 120) -> Group:
     """A renderable for a console ``width`` columns wide: every trace string goes in as Text, so rich markup
-    in names stays inert."""
-    report = as_report(source)
+    in names stays inert, and every control character is written as its escape."""
+    report = printable_all(replace(as_report(source), timeline=None))
     trace, steps, totals = report.trace, report.steps, report.totals
     head = Text()
     head.append("nsync ", style="bold")

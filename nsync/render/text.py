@@ -1,0 +1,43 @@
+"""Trace text made inert for a terminal or a Markdown file: no control character ever reaches either.
+
+A file, function, thread, GPU or kernel name in a trace is untrusted: ``ESC[2J`` would clear the user's
+screen, ``ESC]0;title BEL`` set the window's title, a carriage return overwrite a line, a bidirectional
+override reorder what is read. Each such character is written as its escape (``\\x1b``, ``\\u202e``)
+instead, so that it is seen, not obeyed. (The JSON and the HTML escape what they carry themselves.)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, TypeVar
+
+# C0 controls, DEL and C1 controls; and the bidirectional embeddings, overrides and isolates
+_CONTROLS = [*range(0x00, 0x20), *range(0x7F, 0xA0), *range(0x202A, 0x202F), *range(0x2066, 0x206A)]
+_INERT = {code: f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" for code in _CONTROLS}
+
+T = TypeVar("T")
+
+
+def printable(text: str) -> str:
+    """``text`` with every control character written as its escape."""
+    return text.translate(_INERT)
+
+
+def printable_all(value: T) -> T:
+    """``value`` (a report: dataclasses, lists, tuples, dicts) with every string in it made printable."""
+    return _walk(value)
+
+
+def _walk(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.translate(_INERT)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        changes = {f.name: _walk(getattr(value, f.name)) for f in dataclasses.fields(value) if f.init}
+        return dataclasses.replace(value, **changes)
+    if isinstance(value, list):
+        return [_walk(item) for item in value]
+    if isinstance(value, tuple):
+        return tuple(_walk(item) for item in value)
+    if isinstance(value, dict):
+        return {_walk(k): _walk(v) for k, v in value.items()}
+    return value
