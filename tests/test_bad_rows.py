@@ -199,3 +199,11 @@ def test_a_2022_4_export_names_its_gpu_by_its_cuda_ordinal(tmp_path) -> None:
     with sqlite3.connect(path) as conn:
         conn.execute("UPDATE TARGET_INFO_GPU SET id = 1, cuDevice = 0, name = 'NVIDIA Legacy'")
     assert analyze(path).gpus == ["NVIDIA Legacy"]
+
+
+def test_syncs_on_a_device_with_no_gpu_work_are_named_not_nothing_to_fix(edited) -> None:
+    """The kernels and copies moved to device 5 while the syncs wait on device 0: before, exposed idle 0 and
+    'nothing to fix' with no word said."""
+    a = analyze(edited(f"UPDATE {KERNEL} SET deviceId = 5", f"UPDATE {MEMCPY} SET deviceId = 5"))
+    (said,) = [w for w in a.warnings if "wait on a device with no GPU work" in w]
+    assert "(device id 0)" in said and "reads 0" in said

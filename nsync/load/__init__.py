@@ -18,7 +18,7 @@ from nsync.errors import TraceError
 from nsync.keys import match_rows, take_matched
 from nsync.load import readers, rows
 from nsync.load.budget import plan_window
-from nsync.load.checks import check_columns, check_metadata, check_tables_agree
+from nsync.load.checks import check_columns, check_devices_agree, check_metadata, check_tables_agree
 from nsync.load.db import ExportDb, open_export, require_file
 from nsync.load.model import PYTHON_FRAMES_NSYS, CallsiteSource, Frame, Stack, StackTable, Trace
 from nsync.load.readers import thread_labels
@@ -122,6 +122,7 @@ def _load(db: ExportDb, say: Progress, keep_api: Callable[[str], bool] | None, w
     )
     trace.warnings.extend(check_metadata(meta, trace.schema_version))
     trace.warnings.extend(check_tables_agree(db, api, gpu_ops, launched_op))
+    trace.warnings.extend(check_devices_agree(trace.sync_activity, gpu_ops))
     trace.warnings.extend(aside.warning() for aside in set_aside)
     if db.text.replaced:
         trace.warnings.append(

@@ -43,6 +43,23 @@ def check_columns(db: ExportDb) -> None:
             )
 
 
+def check_devices_agree(sync_activity: pd.DataFrame, gpu_ops: pd.DataFrame) -> list[str]:
+    """A warning when syncs wait on devices that ran no GPU work in the trace (device ids that match nothing
+    between the tables): the GPU idle after them cannot be measured, and would read 0."""
+    if not len(sync_activity) or not len(gpu_ops):
+        return []
+    worked = pd.MultiIndex.from_arrays([gpu_ops["global_pid"], gpu_ops["device_id"]]).unique()
+    waited = pd.MultiIndex.from_arrays([sync_activity["global_pid"], sync_activity["device_id"]])
+    unknown = int((~waited.isin(worked)).sum())
+    if not unknown:
+        return []
+    devices = sorted({int(d) for d in sync_activity["device_id"][~waited.isin(worked)]})
+    return [
+        f"{unknown} of {len(sync_activity)} syncs wait on a device with no GPU work in the trace (device id "
+        f"{', '.join(map(str, devices[:5]))}): the exposed idle after them cannot be measured and reads 0."
+    ]
+
+
 def check_metadata(meta: dict[str, str], schema_version: str | None) -> list[str]:
     """Warnings for exports outside the range nsync supports (no metadata at all: older than 2020)."""
     if not meta:
