@@ -10,10 +10,11 @@ import sqlite3
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
+from typer.core import TyperCommand
 
 import nsync
 from nsync import EXIT_CODES, AnalysisConfig, NsyncError, UsageError
@@ -26,16 +27,44 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # click's plain help: no boxes, no option name cut to fit a column
     help="Find the Python lines whose CUDA syncs make the GPU wait, from Nsight Systems traces.\n\n"
     "Exit codes: " + "; ".join(f"{code} {text}" for code, text in EXIT_CODES.items()),
 )
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
+
+class Command(TyperCommand):
+    """A command whose help reads at 80 columns on any typer: the arguments by name in the usage line and
+    described in the command's text (typer adds a type to each, '<path>', '<list[str]>'), the options alone
+    listed."""
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        pieces = [self.options_metavar] if self.options_metavar else []
+        for param in self.get_params(ctx):
+            if param.param_type_name == "argument":
+                name = param.metavar or (param.name or "").upper()
+                name = name if param.required else f"[{name}]"
+                pieces.append(f"{name}..." if param.nargs != 1 and not name.endswith("...") else name)
+        return pieces
+
+    def format_options(self, ctx: Any, formatter: Any) -> None:
+        options = [p.get_help_record(ctx) for p in self.get_params(ctx) if p.param_type_name == "option"]
+        if any(options):
+            with formatter.section("Options"):
+                formatter.write_dl([record for record in options if record])
+
+
+def examples(*lines: str) -> str:
+    """A command's examples for its help, kept as written (click's \\b: no rewrapping), each under 80 columns."""
+    return "Examples:\n\n\b\n" + "\n".join(f"  {line}" for line in lines)
+
+
 # Options several commands share, declared once.
 JsonOption = Annotated[
     str | None, typer.Option("--json", help="Write the JSON result here ('-': stdout).", metavar="PATH")
 ]
-TopOption = Annotated[int, typer.Option(min=1, help="Call sites to show in the table.")]
+TopOption = Annotated[int, typer.Option(min=1, help="Call sites to show in the table.", metavar="N")]
 StepRangeOption = Annotated[
     str | None, typer.Option(help="NVTX range that marks one step (default: automatic).", metavar="NAME")
 ]
@@ -44,7 +73,7 @@ StepKernelOption = Annotated[
     typer.Option(help="A kernel launched once per step: steps run from one launch to the next.", metavar="NAME"),
 ]
 WarmupOption = Annotated[
-    int | None, typer.Option(min=0, help="Leading steps to skip (default: 1 when there are at least 4).")
+    int | None, typer.Option(min=0, help="Leading steps to skip (default: 1 when there are at least 4).", metavar="N")
 ]
 WindowOption = Annotated[
     str | None,
@@ -168,21 +197,21 @@ def reported(command: Callable[..., None]) -> Callable[..., None]:
 
 @app.command(
     "analyze",
-    epilog="Examples:\n\n  nsync analyze report.sqlite\n\n"
-    "  nsync analyze report.sqlite --json result.json --top 20\n\n"
-    "  nsync analyze report.sqlite --step-range train_step --json -\n\n"
-    "  nsync analyze report.sqlite --fail-above 5   # CI: fail when a sync costs over 5 % of a step\n\n"
-    "  nsync analyze --from result.json --html report.html   # re-render a saved result",
+    cls=Command,
+    short_help="Rank sync call sites by what fixing them saves.",
+    epilog=examples(
+        "nsync analyze report.sqlite",
+        "nsync analyze report.sqlite --json result.json --top 20",
+        "nsync analyze report.sqlite --step-range train_step --json -",
+        "nsync analyze report.sqlite --fail-above 5   # CI: fail over 5 % of a step",
+        "nsync analyze --from result.json --html r.html  # render a saved result",
+    ),
 )
 @reported
 def analyze_command(
     trace: Annotated[
         Path | None,
-        typer.Argument(
-            help="nsys SQLite export (.sqlite or .sqlite.xz; nsys export --type sqlite --include-blobs=true), "
-            "or an .nsys-rep when nsys is installed",
-            show_default=False,
-        ),
+        typer.Argument(show_default=False, metavar="TRACE"),  # described in the docstring: typer adds type noise
     ] = None,
     saved: Annotated[
         Path | None,
@@ -221,7 +250,10 @@ def analyze_command(
         ),
     ] = None,
 ) -> None:
-    """Rank the Python call sites by what fixing their syncs would save per step."""
+    """Rank the Python call sites by what fixing their syncs would save per step.
+
+    TRACE is the nsys SQLite export (.sqlite or .sqlite.xz, from 'nsys export --type sqlite
+    --include-blobs=true'), or an .nsys-rep when nsys is installed."""
     outputs = Outputs(json=json_path, html=html_path, markdown=markdown_path, db=db_path)
     if saved is not None:
         analysis_flags = {
@@ -302,24 +334,32 @@ def _gate(report: nsync.Report, fail_above_pct: float) -> None:
 
 @app.command(
     "profile",
+    cls=Command,
     context_settings={"allow_interspersed_args": False, "ignore_unknown_options": True},
-    epilog="Examples:\n\n  nsync profile train.py --epochs 1\n\n  nsync profile -m mypkg.train --lr 3e-4\n\n"
-    "  nsync profile --duration 60 -o runs --name baseline -- torchrun --nproc-per-node 1 train.py\n\n"
-    "  nsync profile --capture-range nvtx --nvtx-range step train.py",
+    short_help="Capture a program under nsys, then analyse it.",
+    epilog=examples(
+        "nsync profile train.py --epochs 1",
+        "nsync profile -m mypkg.train --lr 3e-4",
+        "nsync profile --steps 100 --warmup-steps 50 train.py",
+        "nsync profile --whole-run train.py",
+        "nsync profile -o runs --name base -- torchrun --nproc-per-node 1 train.py",
+    ),
 )
 @reported
 def profile_command(
     target: Annotated[
         list[str] | None,
-        typer.Argument(
-            help="SCRIPT [ARGS]..., or -- COMMAND [ARGS]...", show_default=False, metavar="SCRIPT [ARGS]..."
-        ),
+        typer.Argument(show_default=False, metavar="PROGRAM"),
     ] = None,
-    module: Annotated[str | None, typer.Option("-m", "--module", help="Run a module (python -m MODULE).")] = None,
-    out_dir: Annotated[Path, typer.Option("-o", "--out-dir", help="Folder for the report, SQLite and JSON.")] = Path(
-        "nsync-out"
-    ),
-    name: Annotated[str | None, typer.Option(help="Base name of the outputs (default: the script's name).")] = None,
+    module: Annotated[
+        str | None, typer.Option("-m", "--module", help="Run a module (python -m MODULE).", metavar="MODULE")
+    ] = None,
+    out_dir: Annotated[
+        Path, typer.Option("-o", "--out-dir", help="Folder for the report, SQLite and JSON.", metavar="DIR")
+    ] = Path("nsync-out"),
+    name: Annotated[
+        str | None, typer.Option(help="Base name of the outputs (default: the script's name).", metavar="NAME")
+    ] = None,
     json_path: JsonOption = None,
     top: TopOption = 10,
     html_path: Annotated[
@@ -329,10 +369,14 @@ def profile_command(
     source_dir: SourceDirOption = None,
     db_path: DbOption = None,
     step_range: StepRangeOption = None,
-    steps: Annotated[int | None, typer.Option(min=4, help="Optimizer steps to capture (default 40).")] = None,
+    steps: Annotated[
+        int | None, typer.Option(min=4, help="Optimizer steps to capture (default 40).", metavar="K")
+    ] = None,
     warmup_steps: Annotated[
         int | None,
-        typer.Option(min=1, help="Optimizer steps the program runs before the capture starts (default 10)."),
+        typer.Option(
+            min=1, help="Optimizer steps the program runs before the capture starts (default 10).", metavar="W"
+        ),
     ] = None,
     whole_run: Annotated[
         bool, typer.Option(help="Capture the whole run, not a window of steps (and let it finish).")
@@ -355,6 +399,7 @@ def profile_command(
             min=1,
             help="Seconds to capture: with --whole-run, nsys stops after them; without optimizer steps, the "
             "window by the clock (default 20).",
+            metavar="SECONDS",
         ),
     ] = None,
     capture_range: Annotated[
@@ -407,7 +452,11 @@ def profile_command(
         str | None, typer.Option(help="Python interpreter for SCRIPT/-m (default: python3 on PATH).", metavar="PATH")
     ] = None,
 ) -> None:
-    """Run a program under nsys with Python backtraces, export the trace, and rank its sync call sites."""
+    """Run a program under nsys with Python backtraces, export the trace, and rank its sync call sites.
+
+    PROGRAM is SCRIPT [ARGS]... (a .py file), -m MODULE [ARGS]..., or -- COMMAND [ARGS]... By default the
+    program runs 10 optimizer steps, nsys captures the next 40, and the program is then ended: once without
+    the profiler first (the calibration run), then under nsys."""
     from nsync.nsys import CaptureOptions
     from nsync.profile import build_command, output_name, prepare_output, profile
 
@@ -486,18 +535,21 @@ def _capture_window(
 
 @app.command(
     "ranks",
-    epilog="Examples:\n\n  nsync ranks run/   # a folder of per-rank exports (rank0.sqlite, rank1.sqlite...)\n\n"
-    "  nsync ranks rank0.sqlite rank1.sqlite --json ranks.json\n\n"
-    "  nsync ranks run/ --scheduler tcp://10.0.0.5:8786   # on an existing Dask cluster",
+    cls=Command,
+    short_help="Line up the ranks of a data-parallel run.",
+    epilog=examples(
+        "nsync ranks run/            # a folder of per-rank exports",
+        "nsync ranks rank0.sqlite rank1.sqlite --json ranks.json",
+        "nsync ranks run/ --scheduler tcp://10.0.0.5:8786",
+    ),
 )
 @reported
 def ranks_command(
     exports: Annotated[
         list[Path],
         typer.Argument(
-            help="The ranks' SQLite exports (.sqlite or .sqlite.xz), or folders of them: one export per rank "
-            "(nsys profile -o run/rank%q{RANK})",
             show_default=False,
+            metavar="EXPORT...",
         ),
     ],
     json_path: JsonOption = None,
@@ -509,11 +561,15 @@ def ranks_command(
         typer.Option(help="Address of a Dask scheduler to run on (default: a local cluster).", metavar="ADDRESS"),
     ] = None,
     workers: Annotated[
-        int | None, typer.Option(min=1, help="Worker processes of the local cluster (default: one per core).")
+        int | None,
+        typer.Option(min=1, help="Worker processes of the local cluster (default: one per core).", metavar="N"),
     ] = None,
 ) -> None:
     """Line the ranks of a data-parallel run up on their collectives: the rank that reaches them last, and the
-    sync that makes it late, by the delay it adds to every rank."""
+    sync that makes it late, by the delay it adds to every rank.
+
+    EXPORT... are the ranks' SQLite exports (.sqlite or .sqlite.xz), or folders of them: one export per rank
+    (nsys profile -o run/rank%q{RANK})."""
     from nsync.ranks import analyze_ranks
     from nsync.render.ranks import ranks_summary, render_ranks_json
 
@@ -535,15 +591,21 @@ def ranks_command(
 
 @app.command(
     "diff",
-    epilog="Examples:\n\n  nsync diff main.sqlite pr.sqlite\n\n"
-    "  nsync diff main.sqlite pr.sqlite --html diff.html --markdown diff.md --fail-on-regression 5",
+    cls=Command,
+    short_help="Compare two runs; gate CI on a regression.",
+    epilog=examples(
+        "nsync diff main.sqlite pr.sqlite",
+        "nsync diff main.sqlite pr.sqlite --html diff.html --markdown diff.md",
+        "nsync diff main.sqlite pr.sqlite --fail-on-regression 5   # CI gate",
+    ),
 )
 @reported
 def diff_command(
     baseline: Annotated[
-        Path, typer.Argument(help="The healthy or reference run (SQLite export or .nsys-rep).", show_default=False)
+        Path,
+        typer.Argument(show_default=False, metavar="BASELINE"),
     ],
-    candidate: Annotated[Path, typer.Argument(help="The run to judge.", show_default=False)],
+    candidate: Annotated[Path, typer.Argument(show_default=False, metavar="CANDIDATE")],
     json_path: JsonOption = None,
     html_path: HtmlOption = None,
     markdown_path: MarkdownOption = None,
@@ -560,7 +622,10 @@ def diff_command(
     calibrate: CalibrationOption = True,
 ) -> None:
     """Compare two runs: step time against its noise, and the call sites whose syncs grew or shrank. When
-    both were calibrated (nsync profile), the verdict is on their predicted unprofiled step times."""
+    both were calibrated (nsync profile), the verdict is on their predicted unprofiled step times.
+
+    BASELINE is the healthy or reference run, CANDIDATE the run to judge (each an SQLite export or an
+    .nsys-rep)."""
     from nsync.diff import diff
     from nsync.render.diff import diff_summary, render_diff_json, render_diff_markdown
     from nsync.render.diff_model import build_diff_report

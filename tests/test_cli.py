@@ -236,3 +236,32 @@ def test_readme_lists_every_key_of_the_json():
     for part in ("ops", "calls", "syncs", "lead"):
         keys |= set(data["timeline"][part])
     assert {k for k in keys - {"schema"} if f'"{k}"' not in block} == set()  # the split ate "schema"
+
+
+@pytest.mark.parametrize("command", ["", "analyze", "profile", "diff", "ranks"])
+def test_help_reads_at_80_columns_with_examples(command: str) -> None:
+    """Piped or narrow, typer's boxes cut option names ('--fail-on-regress…'), showed '<int range>' and
+    '<bool>', broke the command list mid-sentence and gave no example."""
+    args = [command, "--help"] if command else ["--help"]
+    done = subprocess.run(
+        [*NSYNC, *args], capture_output=True, text=True, timeout=60, env={"PATH": "/usr/bin:/bin", "COLUMNS": "80"}
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert max(map(len, lines)) <= 80
+    assert not re.search(r"<[a-z]|…|[╭│]|\.\.\.$", done.stdout), done.stdout
+    if command:
+        assert "Examples:" in done.stdout
+        shown = [line.strip() for line in lines[lines.index("  Examples:") + 1 :] if line.strip()]
+        assert shown and all(example.startswith(f"nsync {command} ") for example in shown)
+    else:
+        assert all(f"  {name}  " in done.stdout for name in ("analyze", "profile", "diff", "ranks"))
+
+
+def test_a_closed_pipe_after_the_first_line_of_help_exits_0() -> None:
+    for args in (["--help"], ["profile", "--help"]):
+        shell = subprocess.run(
+            ["bash", "-c", f"{NSYNC[0]} {' '.join(args)} | head -1 >/dev/null; echo ${{PIPESTATUS[0]}}"],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert shell.stdout.strip() == "0"
