@@ -21,7 +21,7 @@ from nsync import EXIT_CODES, AnalysisConfig, NsyncError, UsageError
 from nsync.__main__ import drop_stdout
 from nsync.errors import Interrupted
 from nsync.memory import release_freed_memory, tune_allocator
-from nsync.render.text import printable
+from nsync.render.text import fixed, printable
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -87,6 +87,13 @@ MaxMemoryOption = Annotated[
         help="Memory to plan for, e.g. 2G (default: what is available). A bigger trace is analysed for the "
         "first part of its time that fits, with a warning.",
         metavar="SIZE",
+    ),
+]
+PassInconclusiveOption = Annotated[
+    bool,
+    typer.Option(
+        help="When the gate cannot judge (no prediction; runs that cannot be compared), pass (exit 0) instead "
+        "of failing (exit 1)."
     ),
 ]
 HtmlOption = Annotated[Path | None, typer.Option("--html", help="Write the HTML report here.", metavar="PATH")]
@@ -242,6 +249,7 @@ def analyze_command(
             metavar="PCT",
         ),
     ] = None,
+    pass_inconclusive: PassInconclusiveOption = False,
     calibrate: CalibrationOption = True,
     calibration_file: Annotated[
         Path | None,
@@ -274,7 +282,7 @@ def analyze_command(
         report = nsync.read_report(saved)
         complete = _emit(report, top, outputs, source_dir)
         if fail_above is not None:
-            _gate(report, fail_above)
+            _gate(report, fail_above, pass_inconclusive)
         if not complete:
             raise typer.Exit(1)
         return
@@ -296,7 +304,7 @@ def analyze_command(
     report = nsync.build_report(result)
     complete = _emit(report, top, outputs, source_dir, result)
     if fail_above is not None:
-        _gate(report, fail_above)
+        _gate(report, fail_above, pass_inconclusive)
     if not complete:
         raise typer.Exit(1)
 
@@ -315,21 +323,30 @@ def _calibration(trace: Path, use: bool, explicit: Path | None = None) -> Calibr
     return read_calibration(path)
 
 
-def _gate(report: nsync.Report, fail_above_pct: float) -> None:
-    """--fail-above: exit 3 above the threshold, 1 without a prediction (a gate never passes unknowingly)."""
+def _gate(report: nsync.Report, fail_above_pct: float, pass_inconclusive: bool) -> None:
+    """--fail-above: exit 3 above the threshold, 1 without a prediction (a gate never passes unknowingly,
+    unless --pass-inconclusive)."""
     verdict = report.verdict
     if verdict is None:
         reason = next((w for w in report.warnings if "what-if" in w), "no steps, so no what-if prediction")
-        err.print(f"nsync: error: --fail-above cannot gate this trace: {printable(in_flags(reason))}", markup=False)
-        raise typer.Exit(1)
+        _cannot_judge("--fail-above cannot gate this trace", printable(in_flags(reason)), pass_inconclusive)
+        return
     if verdict.share_pct > fail_above_pct:
         err.print(
             f"nsync: fixing {printable(verdict.site or 'all the syncs of a step')} is predicted to save "
-            f"{verdict.share_pct:g} % of a step "
-            f"(> {fail_above_pct:g} %)",
+            f"{fixed(verdict.share_pct, 1)} % of a step (> {fail_above_pct:g} %)",
             markup=False,
         )
         raise typer.Exit(3)
+
+
+def _cannot_judge(what: str, why: str, pass_inconclusive: bool) -> None:
+    """A gate that cannot judge: a failure (exit 1) in one line, or, when asked, a pass said as much."""
+    if pass_inconclusive:
+        err.print(f"nsync: {what} ({why}): passing, as --pass-inconclusive asks", markup=False)
+        return
+    err.print(f"nsync: error: {what}: {why} (--pass-inconclusive lets it pass)", markup=False)
+    raise typer.Exit(1)
 
 
 @app.command(
@@ -612,11 +629,13 @@ def diff_command(
     fail_on_regression: Annotated[
         float | None,
         typer.Option(
-            help="Exit 3 when the verdict is a regression and the step time grew by more than PCT %.",
+            help="Exit 3 when the verdict is a regression and the step time grew by more than PCT %; exit 1 "
+            "when the runs cannot be compared.",
             metavar="PCT",
             min=0,
         ),
     ] = None,
+    pass_inconclusive: PassInconclusiveOption = False,
     top: TopOption = 10,
     step_range: StepRangeOption = None,
     calibrate: CalibrationOption = True,
@@ -663,9 +682,12 @@ def diff_command(
     complete = _finish(
         outputs, writers, lambda: render_diff_json(report), lambda width: diff_summary(report, top, width)
     )
-    if fail_on_regression is not None and result.regressed_beyond(fail_on_regression):
+    if fail_on_regression is not None and result.verdict == "inconclusive":
+        why = "; ".join(result.reasons) or "the verdict is inconclusive"
+        _cannot_judge("--fail-on-regression cannot judge these runs", printable(why), pass_inconclusive)
+    elif fail_on_regression is not None and result.regressed_beyond(fail_on_regression):
         err.print(
-            f"nsync: step time regressed by {result.verdict_delta_pct} % (> {fail_on_regression} %, "
+            f"nsync: step time regressed by {fixed(result.verdict_delta_pct, 1)} % (> {fail_on_regression:g} %, "
             f"{result.step_ms['verdict_basis']})",
             markup=False,
         )

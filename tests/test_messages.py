@@ -248,7 +248,7 @@ def test_fail_above_gates_on_the_largest_predicted_saving(tmp_path: Path) -> Non
     # print_deg: fixing the print saves 0.39 of 3.18 ms a step (12 %), measured 0.39 of 3.22 unprofiled
     failed = run("analyze", ROOT / "fixtures/h200/print_deg.sqlite.xz", "--fail-above", "5")
     assert failed.returncode == 3
-    assert "fixing w_print.py:19 is predicted to save 12.25 % of a step (> 5 %)" in failed.stderr  # JSON share_pct
+    assert "fixing w_print.py:19 is predicted to save 12.3 % of a step (> 5 %)" in failed.stderr  # as the verdict
     assert run("analyze", ROOT / "fixtures/h200/print_deg.sqlite.xz", "--fail-above", "15").returncode == 0
     # one kernel and one sync: no steps, no prediction, so the gate cannot pass
     b = TraceBuilder()
@@ -256,3 +256,16 @@ def test_fail_above_gates_on_the_largest_predicted_saving(tmp_path: Path) -> Non
     b.stream_sync(1, 20, 1015)
     unknown = run("analyze", b.write(tmp_path / "once.sqlite"), "--fail-above", "5")
     assert_one_line_error(unknown, 1, "--fail-above cannot gate this trace: what-if replay needs steps")
+    assert "--pass-inconclusive lets it pass" in unknown.stderr
+    allowed = run("analyze", tmp_path / "once.sqlite", "--fail-above", "5", "--pass-inconclusive")
+    assert allowed.returncode == 0 and "passing, as --pass-inconclusive asks" in allowed.stderr
+
+
+@pytest.mark.slow
+def test_a_diff_gate_that_cannot_judge_fails_unless_told_to_pass() -> None:
+    """Two different programs (step +1045 %): the diff is inconclusive, and the gate said nothing and passed."""
+    pair = (ROOT / "fixtures/h200/print_ok.sqlite.xz", ROOT / "fixtures/real/resnet_train.sqlite.xz")
+    gate = run("diff", *pair, "--fail-on-regression", "5", "--no-calibrate")
+    assert_one_line_error(gate, 1, "--fail-on-regression cannot judge these runs: different programs")
+    passed = run("diff", *pair, "--fail-on-regression", "5", "--no-calibrate", "--pass-inconclusive")
+    assert passed.returncode == 0 and "passing, as --pass-inconclusive asks" in passed.stderr

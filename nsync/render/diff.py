@@ -14,8 +14,8 @@ from rich.text import Text
 
 from nsync.render.diff_model import DiffReport, as_diff_report, diff_report_to_dict
 from nsync.render.markdown import cell, code_span
-from nsync.render.terminal import fitted_table, fixed
-from nsync.render.text import printable_all
+from nsync.render.terminal import fitted_table
+from nsync.render.text import fixed, printable_all
 
 if TYPE_CHECKING:
     from nsync.diff import Diff

@@ -24,7 +24,7 @@ from nsync.errors import NsyncError
 from nsync.render.diff_model import DiffReport, as_diff_report
 from nsync.render.figures import Figure, steps_figure, timeline_figure
 from nsync.render.model import Report, as_report
-from nsync.render.terminal import fixed
+from nsync.render.text import fixed
 from nsync.version import installed_version
 
 if TYPE_CHECKING:

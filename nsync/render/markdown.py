@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nsync.render.model import Report, as_report
-from nsync.render.terminal import ONCE_ROWS, fixed
-from nsync.render.text import printable_all
+from nsync.render.terminal import ONCE_ROWS
+from nsync.render.text import fixed, printable_all
 
 if TYPE_CHECKING:
     from nsync.analysis import Analysis

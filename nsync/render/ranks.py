@@ -10,8 +10,8 @@ from rich.table import Table
 from rich.text import Text
 
 from nsync.ranks import RanksReport
-from nsync.render.terminal import fitted_table, fixed
-from nsync.render.text import printable_all
+from nsync.render.terminal import fitted_table
+from nsync.render.text import fixed, printable_all
 
 
 def render_ranks_json(report: RanksReport) -> str:

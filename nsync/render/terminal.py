@@ -11,18 +11,10 @@ from rich.table import Table
 from rich.text import Text
 
 from nsync.render.model import CallSite, OnceSite, Phase, Report, as_report
-from nsync.render.text import printable_all
+from nsync.render.text import fixed, printable_all
 
 if TYPE_CHECKING:
     from nsync.analysis import Analysis
-
-
-def fixed(value: float | None, digits: int = 3, sign: bool = False) -> str:
-    """A figure as text for the human-facing renderers: fixed decimals (``sign``: with + or -), '-' where there
-    is none."""
-    if value is None:
-        return "-"
-    return f"{value:+.{digits}f}" if sign else f"{value:.{digits}f}"
 
 
 def summary(source: Report | Analysis, top: int = 10, width: int = 120) -> Group:

@@ -1,4 +1,5 @@
-"""Trace text made inert for a terminal or a Markdown file: no control character ever reaches either.
+"""Text helpers of the renderers: one number formatter (:func:`fixed`), and trace text made inert for a
+terminal or a Markdown file: no control character ever reaches either.
 
 A file, function, thread, GPU or kernel name in a trace is untrusted: ``ESC[2J`` would clear the user's
 screen, ``ESC]0;title BEL`` set the window's title, a carriage return overwrite a line, a bidirectional
@@ -16,6 +17,14 @@ _CONTROLS = [*range(0x00, 0x20), *range(0x7F, 0xA0), *range(0x202A, 0x202F), *ra
 _INERT = {code: f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" for code in _CONTROLS}
 
 T = TypeVar("T")
+
+
+def fixed(value: float | None, digits: int = 3, sign: bool = False) -> str:
+    """A figure as text for the human-facing renderers: fixed decimals (``sign``: with + or -), '-' where there
+    is none. The one number formatter, so that a figure reads the same in every output."""
+    if value is None:
+        return "-"
+    return f"{value:+.{digits}f}" if sign else f"{value:.{digits}f}"
 
 
 def printable(text: str) -> str:
