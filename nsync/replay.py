@@ -358,6 +358,8 @@ def what_if(
     def predict(released: np.ndarray, scale: float) -> float:
         return _median(step_times_ns(model, replay(model, released, scale)))
 
+    if not np.isfinite(predict(none, 1.0)):
+        return "what-if replay skipped: the analysed steps hold no GPU work to replay"
     note = ""
     if calibrated_steps_ns is not None:
         target_ns = _median(calibrated_steps_ns)

@@ -288,9 +288,14 @@ class Int64Columns:
 
 
 def _filled(column: Any) -> np.ndarray:
-    """An Arrow integer column (or a numpy one) as int64 numpy, NULL as -1."""
+    """An Arrow integer column (or a numpy one) as int64 numpy, NULL as -1; a column ADBC typed otherwise
+    (every value of a batch a string, in a damaged export) with what is no integer as -1 too."""
     if isinstance(column, np.ndarray):
         return column
+    import pyarrow as pa
+
+    if not pa.types.is_integer(column.type):
+        return _int64(column.to_pandas())
     if column.null_count:
         column = column.fill_null(-1)
     return column.to_numpy().astype(np.int64, copy=False)

@@ -72,7 +72,7 @@ def check_api(
 def check_ranges(ranges: pd.DataFrame) -> tuple[np.ndarray, list[SetAside]]:
     start, end = ranges["start"].to_numpy(np.int64), ranges["end"].to_numpy(np.int64)
     checks = {"have no time, or end before they start": (start < 0) | (end < start)}
-    return _kept("NVTX ranges", checks, len(ranges), RANGE_FIGURES)
+    return _kept("NVTX ranges", checks, len(ranges), RANGE_FIGURES, refuse=False)  # steps have other sources
 
 
 def _outside(start: np.ndarray, end: np.ndarray, span: tuple[int, int] | None) -> np.ndarray:
@@ -97,9 +97,11 @@ def _repeated_neighbours(frame: pd.DataFrame, columns: list[str]) -> np.ndarray:
 REPEATED = "are written twice"  # a copy of a row: leaving it out leaves the trace as it was, however many
 
 
-def _kept(table: str, checks: dict[str, np.ndarray], rows: int, figures: str) -> tuple[np.ndarray, list[SetAside]]:
+def _kept(
+    table: str, checks: dict[str, np.ndarray], rows: int, figures: str, refuse: bool = True
+) -> tuple[np.ndarray, list[SetAside]]:
     """The rows no check rejects, and a SetAside per check that rejected some (each row counted once, for the
-    first check it fails)."""
+    first check it fails); with ``refuse``, a TraceError past MAX_SHARE of the rows."""
     keep = np.ones(rows, bool)
     found = []
     for why, bad in checks.items():
@@ -108,7 +110,7 @@ def _kept(table: str, checks: dict[str, np.ndarray], rows: int, figures: str) ->
             found.append(SetAside(table, fresh, rows, why, figures))
             keep &= ~bad
     dropped = rows - int(keep.sum()) - sum(s.rows for s in found if s.why == REPEATED)
-    if rows and dropped > MAX_SHARE * rows:
+    if refuse and rows and dropped > MAX_SHARE * rows:
         reasons = "; ".join(f"{s.rows} {s.why}" for s in found)
         raise TraceError(
             f"{dropped} of {rows} {table} cannot be true ({reasons}): too many for the figures to mean anything "

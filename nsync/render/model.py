@@ -587,7 +587,7 @@ def _verdict(analysis: Analysis) -> VerdictFacts | None:
         text=verdict.text,
         worth_fixing=verdict.worth_fixing,
         largest_saving_ms_per_step=ns_to_ms(verdict.largest_saving_ns),
-        share_pct=round(100 * verdict.share, 2),
+        share_pct=round(100 * verdict.share, 4),  # (text outputs print it to one decimal, as the verdict)
         site=verdict.site,
         all_syncs_together=verdict.together,
         threshold_pct=threshold_pct(analysis.config),
