@@ -42,8 +42,8 @@ def choose_window(steps: Steps, syncs: pd.DataFrame, window: tuple[int, int]) ->
         return (
             int(analysed["start"][first]),
             int(analysed["end"][last]),
-            f"steps {first + steps.warmup + 1}-{last + steps.warmup + 1} of {len(steps.table)} "
-            f"(the median-length step and its neighbours)",
+            f"steps {first + steps.warmup + 1}-{last + steps.warmup + 1} of the analysed "
+            f"{steps.warmup + 1}-{len(steps.table)} (the median-length step and its neighbours)",
         )
     if len(syncs):
         worst = syncs.loc[syncs["exposed_idle_ns"].idxmax()]

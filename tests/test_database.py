@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import sqlite3
 from pathlib import Path
@@ -84,3 +85,27 @@ def test_output_paths_are_checked_before_the_analysis_and_one_failure_spares_the
     assert result.returncode == 1
     assert result.stderr.strip().splitlines()[-1].startswith("nsync: error: cannot write /dev/full")
     assert (tmp_path / "r.json").is_file()
+
+
+@pytest.mark.slow
+def test_the_database_numbers_steps_as_the_json_and_the_trace_do(tmp_path: Path, h200) -> None:
+    """Step N is the N-th 'step' NVTX range of the trace (from 1, the warm-up included), in the database as in
+    the JSON's per_step (before, the database counted 0-58 where the JSON and the HTML said 2-60)."""
+    out, result = tmp_path / "r.db", tmp_path / "r.json"
+    done = run("analyze", ROOT / "fixtures/h200/print_deg.sqlite.xz", "--db", out, "--json", result)
+    assert done.returncode == 0, done.stderr
+    with sqlite3.connect(h200("print_deg")) as trace:
+        ranges = trace.execute(
+            "SELECT e.start, e.end FROM NVTX_EVENTS e LEFT JOIN StringIds s ON s.id = e.textId "
+            "WHERE coalesce(e.text, s.value) = 'step' ORDER BY e.start"
+        ).fetchall()
+    db = sqlite_utils.Database(out)
+    rows = db.execute("SELECT step, min(start_ns), max(end_ns), sum(exposed_idle_ns) FROM syncs GROUP BY step")
+    by_step = {step: (first, last, exposed) for step, first, last, exposed in rows.fetchall()}
+    assert sorted(by_step) == list(range(2, 61))
+    for step, (first, last, _) in by_step.items():
+        start, end = ranges[step - 1]
+        assert start <= first and last <= end  # the syncs of step N lie in the trace's N-th step range
+    per_step = json.loads(result.read_text())["per_step"]
+    worst = max(by_step, key=lambda step: by_step[step][2])
+    assert worst == per_step["number"][per_step["exposed_idle_ns"].index(max(per_step["exposed_idle_ns"]))]

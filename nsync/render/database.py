@@ -165,7 +165,8 @@ def _sync_rows(analysis: Analysis) -> dict[str, list[Any]]:
         "drain_ns": syncs["drain_ns"].tolist(),
         "rebuild_ns": syncs["rebuild_ns"].tolist(),
         "exposed_idle_ns": syncs["exposed_idle_ns"].tolist(),
-        "step": [None if s < 0 else s for s in step.tolist()],
+        # numbered as the JSON's per_step and the HTML number them: from 1 over every step found
+        "step": [None if s < 0 else s + analysis.steps.warmup + 1 for s in step.tolist()],
         "thread_id": tids.tolist(),
         "thread_name": [analysis.thread_names.get(t, "") for t in tids.tolist()],
         "api": syncs["api"].astype(str).tolist(),
