@@ -19,7 +19,7 @@ from nsync.config import AnalysisConfig
 from nsync.detect import detect_syncs, is_relevant_api
 from nsync.excerpt import TimelineExcerpt, timeline_excerpt
 from nsync.keys import dense_codes
-from nsync.load import Trace, load_trace
+from nsync.load import CallsiteSource, Trace, load_trace
 from nsync.phases import PHASE_COLUMNS, PHASE_SITE_COLUMNS, phase_intervals, phase_table
 from nsync.replay import WhatIf, what_if
 from nsync.steps import Steps, empty_steps_table, find_steps, gpu_step_times, launched_in_steps
@@ -195,12 +195,21 @@ def analyze(
         kernel_time_ns=kernel_time_ns,
         phases=phases,
         phase_sites=phase_sites,
-        verdict=_verdict(callsites, predicted, config),
+        verdict=_verdict(callsites, predicted, config, _frame_note(trace.warnings)),
     )
 
 
-def _verdict(callsites: pd.DataFrame, predicted: WhatIf | None, config: AnalysisConfig) -> Verdict | None:
-    """None without a prediction (no steps, or the replay was skipped)."""
+def _frame_note(warnings: list[str]) -> str:
+    """The loader's word on why the trace names no Python line, and how to capture it (nsync.load)."""
+    return next((w for w in warnings if "Python" in w and ("capture" in w or "export" in w)), "")
+
+
+def _verdict(
+    callsites: pd.DataFrame, predicted: WhatIf | None, config: AnalysisConfig, frame_note: str = ""
+) -> Verdict | None:
+    """None without a prediction (no steps, or the replay was skipped). A site with no Python frame is named
+    by its API and native function, and the verdict says how to capture its Python line (``frame_note``):
+    a shared library's name is nothing to act on."""
     if predicted is None or not np.isfinite(predicted.unprofiled_step_ns):
         return None
     saving = callsites["predicted_saving_ns_per_step"].to_numpy(float) if len(callsites) else np.zeros(0)
@@ -213,6 +222,11 @@ def _verdict(callsites: pd.DataFrame, predicted: WhatIf | None, config: Analysis
     site = f"{Path(str(row['file'])).name}:{int(row['line'])}"
     if (row["sync_file"], row["sync_line"]) != (row["file"], row["line"]):  # a library issues it
         site += f" (issued at {Path(str(row['sync_file'])).name}:{int(row['sync_line'])})"
+    if row["callsite_source"] != CallsiteSource.PYTHON_BACKTRACE:
+        apis = "/".join(str(api) for api in row["apis"]) or "CUDA"
+        where = f" in {row['function']} ({Path(str(row['file'])).name})" if row["function"] != apis else ""
+        note = frame_note.rstrip(".") or "capture with Python backtraces (nsync profile) to name it"
+        site = f"the {apis} syncs{where}, whose Python line this trace does not name ({note})"
     threshold = config.worth_fixing_share * predicted.unprofiled_step_ns
     together = predicted.unprofiled_step_ns - predicted.without_syncs_step_ns
     if largest < threshold <= together and (saving[known] > 0).sum() >= 2:

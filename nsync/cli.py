@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import gc
+import io
 import os
 import sqlite3
 import sys
@@ -96,6 +97,10 @@ PassInconclusiveOption = Annotated[
         "of failing (exit 1)."
     ),
 ]
+QuietOption = Annotated[
+    bool, typer.Option("-q", "--quiet", help="Print the verdict alone: no table, no warnings, no notes (CI logs).")
+]
+VerboseOption = Annotated[bool, typer.Option("-v", "--verbose", help="Print each call site's whole stack too.")]
 HtmlOption = Annotated[Path | None, typer.Option("--html", help="Write the HTML report here.", metavar="PATH")]
 DbOption = Annotated[
     Path | None,
@@ -250,6 +255,8 @@ def analyze_command(
         ),
     ] = None,
     pass_inconclusive: PassInconclusiveOption = False,
+    quiet: QuietOption = False,
+    verbose: VerboseOption = False,
     calibrate: CalibrationOption = True,
     calibration_file: Annotated[
         Path | None,
@@ -280,7 +287,7 @@ def analyze_command(
             raise UsageError(f"--from renders a saved result as it is: {', '.join(given)} need a trace to analyse")
         outputs.check(saved)
         report = nsync.read_report(saved)
-        complete = _emit(report, top, outputs, source_dir)
+        complete = _emit(report, top, outputs, source_dir, quiet=quiet, verbose=verbose)
         if fail_above is not None:
             _gate(report, fail_above, pass_inconclusive)
         if not complete:
@@ -302,7 +309,7 @@ def analyze_command(
     with err.status("loading trace", spinner="dots") as status:
         result = nsync.analyze(trace, config, progress=progress(status), calibration=calibration)
     report = nsync.build_report(result)
-    complete = _emit(report, top, outputs, source_dir, result)
+    complete = _emit(report, top, outputs, source_dir, result, quiet=quiet, verbose=verbose)
     if fail_above is not None:
         _gate(report, fail_above, pass_inconclusive)
     if not complete:
@@ -468,6 +475,8 @@ def profile_command(
     python: Annotated[
         str | None, typer.Option(help="Python interpreter for SCRIPT/-m (default: python3 on PATH).", metavar="PATH")
     ] = None,
+    quiet: QuietOption = False,
+    verbose: VerboseOption = False,
 ) -> None:
     """Run a program under nsys with Python backtraces, export the trace, and rank its sync call sites.
 
@@ -512,7 +521,7 @@ def profile_command(
     err.print(f"nsync: wrote {result.sqlite}" + (f" and {result.report}" if result.report else ""), markup=False)
     outputs = Outputs(json_path, html_path or out_dir / f"{options.name}.html", markdown_path, db_path)
     report = nsync.build_report(result.analysis)
-    complete = _emit(report, top, outputs, [Path.cwd(), *(source_dir or [])], result.analysis)
+    complete = _emit(report, top, outputs, source_dir, result.analysis, quiet=quiet, verbose=verbose)
     if result.interrupted:
         raise Interrupted
     if result.exit_code:  # the program's own exit code comes first
@@ -761,10 +770,14 @@ def _emit(
     outputs: Outputs,
     source_dirs: list[Path] | None = None,
     analysis: nsync.Analysis | None = None,
+    quiet: bool = False,
+    verbose: bool = False,
 ) -> bool:
-    """The outputs the analysing commands write: files, then JSON on stdout or the terminal summary (the
-    database needs the ``analysis``'s syncs). False when a file could not be written."""
+    """The outputs the analysing commands write: files, then JSON on stdout or the terminal summary, then the
+    warnings on stderr (``quiet``: the verdict alone, no warnings). The database needs the ``analysis``'s
+    syncs. False when a file could not be written."""
     report = dataclasses.replace(report, warnings=[in_flags(warning) for warning in report.warnings])
+    search = [Path(report.trace.path).resolve().parent, Path.cwd(), *(source_dirs or [])]
     writers: dict[str, Writer] = {
         "--html": lambda path: _write_html(report, path, source_dirs),
         "--markdown": lambda path: write_text(path, nsync.render_markdown(report, top)),
@@ -772,12 +785,16 @@ def _emit(
     }
     if analysis is not None:
         writers["--db"] = lambda path: _write_db(analysis, path)
-    return _finish(
-        outputs,
-        writers,
-        stdout_json=lambda: nsync.render_json(report),
-        summary=lambda width: nsync.summary(report, top, width),
-    )
+
+    def summary(width: int) -> object:
+        if quiet:
+            return printable(f"verdict: {report.verdict.text}" if report.verdict else "verdict: none (no prediction)")
+        return nsync.summary(report, top, width, search, warnings=False, verbose=verbose)
+
+    complete = _finish(outputs, writers, stdout_json=lambda: nsync.render_json(report), summary=summary)
+    for warning in [] if quiet else report.warnings:
+        err.print(f"nsync: {'note' if report.status != 'ok' else 'warning'}: {printable(warning)}", markup=False)
+    return complete
 
 
 def _finish(
@@ -797,9 +814,14 @@ def _finish(
             failed.append(str(error))
     if outputs.json == "-":
         sys.stdout.write(stdout_json())
-    else:
-        console = StdoutConsole(highlight=False, width=_width())
-        console.print(summary(console.width))
+    elif sys.stdout.isatty():
+        terminal = StdoutConsole(highlight=False, width=_width())
+        terminal.print(summary(terminal.width))
+    else:  # a pipe or a CI log: plain text, and no line padded with the spaces rich leaves where it wraps
+        buffer = io.StringIO()
+        plain = Console(file=buffer, highlight=False, width=_width(), color_system=None)
+        plain.print(summary(plain.width))
+        sys.stdout.write("".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines()))
     for path in written:
         err.print(f"nsync: wrote {path}", markup=False)
     for message in failed:

@@ -34,8 +34,10 @@ def assert_one_line_error(result: subprocess.CompletedProcess[str], code: int, f
     assert result.returncode == code, result.stderr
     assert "Traceback" not in result.stderr + result.stdout
     lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("nsync: error: "), result.stderr
-    assert fragment in lines[0]
+    # the error is one line, the last; before it only nsync's own notes and warnings on the trace (stderr)
+    assert lines and lines[-1].startswith("nsync: error: "), result.stderr
+    assert all(line.startswith(("nsync: warning: ", "nsync: note: ", "nsync: calibrated by ")) for line in lines[:-1])
+    assert fragment in lines[-1]
 
 
 @pytest.mark.slow

@@ -55,7 +55,7 @@ def test_more_warm_up_steps_than_steps_is_an_error() -> None:
 def test_a_window_without_gpu_work_names_the_capture_span() -> None:
     result = run("analyze", P4, "--window", "100:200")
     assert result.returncode == 0, result.stderr
-    text = " ".join(result.stdout.split())
+    text = " ".join(result.stderr.split())  # notes go to stderr, with the warnings
     assert "the chosen window (100.000-200.000 s) holds no GPU work: the capture spans 0.000-10.270 s" in text
     assert "whole trace" not in text and "was the program run on a GPU" not in text
 

@@ -80,7 +80,7 @@ def test_the_programs_output_reaches_stdout_as_written_and_nsys_chatter_does_not
     )
     result = nsync_profile(tmp_path, "--no-calibrate", "--whole-run", "-o", "out", str(script))
     assert result.returncode == 3, result.stderr
-    assert result.stdout.startswith("loss 0.5\n[epoch 1] done\nleft open\nnsync ")  # then nsync's summary
+    assert result.stdout.startswith("loss 0.5\n[epoch 1] done\nleft open\ntrace: ")  # then nsync's summary
     assert "Generat" not in result.stdout and "\r" not in result.stdout and "nsys-rep" not in result.stdout
 
 

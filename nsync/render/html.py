@@ -16,7 +16,7 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import jinja2
 
@@ -24,6 +24,7 @@ from nsync.errors import NsyncError
 from nsync.render.diff_model import DiffReport, as_diff_report
 from nsync.render.figures import Figure, steps_figure, timeline_figure
 from nsync.render.model import Report, as_report
+from nsync.render.source import source_context
 from nsync.render.text import fixed
 from nsync.version import installed_version
 
@@ -36,8 +37,6 @@ if TYPE_CHECKING:
     from nsync.analysis import Analysis
     from nsync.diff import Diff
 
-SOURCE_RADIUS = 2
-MAX_SOURCE_BYTES = 5_000_000
 PLOTLY_VERSION = "4.1.1"  # the vendored bundle's (nsync/render/vendor/README.md)
 
 
@@ -64,30 +63,6 @@ def environment() -> jinja2.Environment:
     )
     env.filters["fixed"] = fixed  # the one number formatter, as in the other renderers
     return env
-
-
-def source_context(file: str, line: int, search: list[Path]) -> list[dict[str, Any]]:
-    """Lines around ``file:line`` when that Python file is readable here (else empty).
-
-    Only ``.py`` files are read: a trace names the paths, and a report must not quote other local files.
-    """
-    if line <= 0 or not file.endswith(".py"):
-        return []
-    name = Path(file).name
-    for path in [Path(file), *(folder / name for folder in search)]:
-        try:
-            if path.is_file() and path.stat().st_size <= MAX_SOURCE_BYTES:
-                lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-                break
-        except OSError:
-            continue
-    else:
-        return []
-    first = max(1, line - SOURCE_RADIUS)
-    return [
-        {"number": n, "text": lines[n - 1], "hit": n == line}
-        for n in range(first, min(len(lines), line + SOURCE_RADIUS) + 1)
-    ]
 
 
 @functools.cache

@@ -3,27 +3,40 @@
 from __future__ import annotations
 
 import io
+import textwrap
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from nsync.render.model import CallSite, OnceSite, Phase, Report, as_report
+from nsync.render.model import CallSite, OnceSite, Phase, Report, as_report, where
+from nsync.render.source import source_line
 from nsync.render.text import fixed, printable_all
 
 if TYPE_CHECKING:
     from nsync.analysis import Analysis
 
 
-def summary(source: Report | Analysis, top: int = 10, width: int = 120) -> Group:
+def summary(
+    source: Report | Analysis,
+    top: int = 10,
+    width: int = 120,
+    search: list[Path] | None = None,
+    warnings: bool = True,
+    verbose: bool = False,
+) -> Group:
     """A renderable for a console ``width`` columns wide: every trace string goes in as Text, so rich markup
-    in names stays inert, and every control character is written as its escape."""
+    in names stays inert, and every control character is written as its escape. The call sites as a table
+    where every column fits, else one block each; each with its source line where the file is readable
+    (``search``: the folders to look in). ``warnings``: end with the report's warnings (the command line
+    prints them on stderr instead). ``verbose``: each call site's whole stack too."""
     report = printable_all(replace(as_report(source), timeline=None))
     trace, steps, totals = report.trace, report.steps, report.totals
     head = Text()
-    head.append("nsync ", style="bold")
+    head.append("trace: ", style="bold")  # (not "nsync PATH", which reads as a command to type)
     head.append(f"{trace.path}\n")
     facts = [f"nsys {trace.nsys_version or '?'}", ", ".join(trace.gpus) or "no GPU"]
     if report.status != "ok":
@@ -37,10 +50,10 @@ def summary(source: Report | Analysis, top: int = 10, width: int = 120) -> Group
         facts.append("no steps found: figures cover the whole trace")
     head.append(" | ".join(facts) + "\n")
     if report.status != "ok":
-        return Group(head, *(Text(f"note: {w}", style="yellow") for w in report.warnings))
+        return Group(head, *(Text(f"note: {w}", style="yellow") for w in report.warnings if warnings))
     span, gpus = totals.span_ms or 0.0, totals.gpu_count
     of = f"{gpus} GPUs x {fixed(span, 1)} ms" if gpus > 1 else f"{fixed(span, 1)} ms"
-    idle_share = f" ({totals.gpu_idle_pct:.1f}% of {of})" if totals.gpu_idle_pct is not None else ""
+    idle_share = f" ({fixed(totals.gpu_idle_pct, 1)}% of {of})" if totals.gpu_idle_pct is not None else ""
     sites = report.callsites
     head.append(
         f"GPU idle {fixed(totals.gpu_idle_ms, 2)} ms{idle_share}; exposed idle after syncs "
@@ -52,9 +65,14 @@ def summary(source: Report | Analysis, top: int = 10, width: int = 120) -> Group
     phases = [_phase_text(phase) for phase in report.phases]
     if len(phases) > 1:
         head.append("phases: " + " · ".join(phases) + "\n")
-    parts: list[Text | Table] = [head]
+    parts: list[Text | Table | Group] = [head]
     if sites:
-        parts.append(_table(report, sites[:top], per_step=bool(steps.count), width=width))
+        shown = sites[:top]
+        code = [source_line(site.file, site.line, search or []) for site in shown]
+        table = _table(report, shown, code, per_step=bool(steps.count), width=width)
+        blocks_of = _blocks(shown, code, bool(steps.count), verbose, width)
+        parts.extend([table] if table is not None and not verbose else blocks_of)
+        blocks = table is None or verbose
         what_if = report.what_if
         if what_if and what_if.replayed_step_ms is not None:
             parts.append(
@@ -64,7 +82,7 @@ def summary(source: Report | Analysis, top: int = 10, width: int = 120) -> Group
                     f"{fixed(what_if.predicted_step_ms_without_syncs)} ms without any sync ({what_if.note})"
                 )
             )
-        if sites[0].hint:
+        if sites[0].hint and not blocks:  # (a block says its own fix)
             parts.append(Text(f"#1 {sites[0].function}: {sites[0].hint}", style="dim"))
         if len(sites) > top:
             parts.append(Text(f"... {len(sites) - top} more call sites (--top, --json)", style="dim"))
@@ -73,8 +91,44 @@ def summary(source: Report | Analysis, top: int = 10, width: int = 120) -> Group
         parts.append(Text("syncs outside the main loop, once each: the host's wait in them is the most they cost"))
         issued = [("issued at", "issued", "left")] if report.library_frames(outside) else []
         parts.append(fitted_table([*ONCE_COLUMNS, *issued], [_once_cells(site) for site in outside], width))
-    parts.extend(Text(f"warning: {warning}", style="yellow") for warning in report.warnings)
+    if warnings:
+        parts.extend(Text(f"warning: {warning}", style="yellow") for warning in report.warnings)
     return Group(*parts)
+
+
+def _blocks(sites: list[CallSite], code: list[str], per_step: bool, verbose: bool, width: int) -> list[Text]:
+    """One block per call site, for widths that cannot hold the table (and CI logs): its place, function and
+    saving on the first line (``grep w_print.py:19`` finds it), then, indented, its source line, the library
+    line that issues it, its figures and its fix. Nothing is left out at any width: the lines wrap."""
+    unit = "ms/step" if per_step else "ms"
+    blocks = []
+    for rank, (site, line) in enumerate(zip(sites, code), 1):
+        first = Text()
+        first.append(f"#{rank} {site.where}", style="bold")
+        first.append(f"  {site.function}")
+        saving = site.predicted_saving_ms_per_step
+        if saving is not None:
+            first.append(f"  saving {fixed(saving)} ms/step")
+        exposed = site.exposed_idle_ms_per_step if per_step else site.exposed_idle_ms
+        wait = site.host_wait_ms_per_step if per_step else site.host_wait_ms
+        per = f" · {fixed(site.syncs_per_step, 2)} syncs/step" if per_step else ""
+        details = [
+            line,
+            f"issued at {site.issued_at}" if site.issued_at else "",
+            f"exposed idle {fixed(exposed)} {unit} · host wait {fixed(wait)} {unit}{per} · lead before "
+            f"{fixed(site.lead_before_ms_mean)} ms · {site.count} syncs",
+            f"fix: {site.hint or site.short_hint}" if site.hint or site.short_hint else "",
+            *([f"  {frame.function} ({where(frame.file, frame.line)})" for frame in site.stack] if verbose else []),
+        ]
+        indented = (
+            textwrap.fill(text, width, initial_indent="    ", subsequent_indent="    ", break_long_words=False,
+                          break_on_hyphens=False)
+            for text in details
+            if text
+        )  # fmt: skip
+        first.append("\n" + "\n".join(indented) + "\n")
+        blocks.append(first)
+    return blocks
 
 
 def _phase_text(phase: Phase) -> str:
@@ -104,9 +158,9 @@ def _once_cells(site: OnceSite) -> dict[str, str]:
     }
 
 
-# (header, key of the row's text, justify), most important first: at narrow widths the last go first.
-# Headers break only where written ("\n"); file:line and function names never break.
-def _columns(per_step: bool, library_frames: bool) -> list[tuple[str, str, str]]:
+# (header, key of the row's text, justify), most important first. Headers break only where written ("\n");
+# file:line and function names never break.
+def _columns(per_step: bool, library_frames: bool, code: bool) -> list[tuple[str, str, str]]:
     unit = "ms/step" if per_step else "ms total"
     return [
         ("#", "rank", "right"),
@@ -120,10 +174,11 @@ def _columns(per_step: bool, library_frames: bool) -> list[tuple[str, str, str]]
         (f"host wait\n{unit}", "wait", "right"),
         ("lead before\nms", "lead", "right"),
         ("count", "count", "right"),
+        *([("line", "code", "left")] if code else []),
     ]
 
 
-def _cells(rank: int, site: CallSite, per_step: bool) -> dict[str, str]:
+def _cells(rank: int, site: CallSite, per_step: bool, code: str) -> dict[str, str]:
     return {
         "rank": str(rank),
         "where": site.where,
@@ -136,24 +191,36 @@ def _cells(rank: int, site: CallSite, per_step: bool) -> dict[str, str]:
         "wait": fixed(site.host_wait_ms_per_step if per_step else site.host_wait_ms),
         "lead": fixed(site.lead_before_ms_mean),
         "count": str(site.count),
+        "code": code,
     }
 
 
-def _table(report: Report, sites: list[CallSite], per_step: bool, width: int) -> Table:
-    rows = [_cells(rank, site, per_step) for rank, site in enumerate(sites, 1)]
-    return fitted_table(_columns(per_step, report.library_frames(sites)), rows, width)
+def _table(report: Report, sites: list[CallSite], code: list[str], per_step: bool, width: int) -> Table | None:
+    """The call sites as a table with every column, or None where the width cannot hold it."""
+    columns = _columns(per_step, report.library_frames(sites), any(code))
+    rows = [_cells(rank, site, per_step, line) for rank, (site, line) in enumerate(zip(sites, code), 1)]
+    return None if _width(columns, rows) > width else fitted_table(columns, rows, width)
 
 
-def fitted_table(columns: list[tuple[str, str, str]], rows: list[dict[str, str]], width: int) -> Table:
-    """As many of ``columns`` (header, key, justify; most important first) as fit in ``width``. No cell and no
-    header word is ever broken, so that ``grep w_print.py:19`` finds its line in any log."""
+def _width(columns: list[tuple[str, str, str]], rows: list[dict[str, str]]) -> int:
+    """A rich table's width with edges: each column's widest cell, its padding (2) and rule (1), and the last rule."""
     widths = [
         max([len(line) for line in header.split("\n")] + [len(r[key]) for r in rows]) for header, key, _ in columns
     ]
-    # a rich table with edges: each column's padding (2) and its rule (1), plus the closing rule
-    while len(columns) > 2 and sum(widths) + 3 * len(widths) + 1 > width:
-        columns, widths = columns[:-1], widths[:-1]
+    return sum(widths) + 3 * len(widths) + 1
+
+
+def fitted_table(columns: list[tuple[str, str, str]], rows: list[dict[str, str]], width: int) -> Table:
+    """As many of ``columns`` (header, key, justify; most important first) as fit in ``width``, with a caption
+    naming those left out. No cell and no header word is ever broken, so that ``grep w_print.py:19`` finds
+    its line in any log."""
+    left_out: list[str] = []
+    while len(columns) > 2 and _width(columns, rows) > width:
+        left_out.insert(0, columns[-1][0].replace("\n", " "))
+        columns = columns[:-1]
     table = Table(show_lines=False, header_style="bold", expand=False)
+    if left_out:
+        table.caption = f"not shown at {width} columns: {', '.join(left_out)} (--json has every figure)"
     for header, _key, justify in columns:
         table.add_column(header, justify=justify, no_wrap=True)  # type: ignore[arg-type]
     for row in rows:
