@@ -328,6 +328,9 @@ def fit_host_scale(predict: Callable[[float], float], target_ns: float, uncalibr
     )
 
 
+REPLAY_AGREES = 2.0  # the replay as captured within this factor of the measured steps, or no what-if
+
+
 def what_if(
     ops: pd.DataFrame,
     syncs: pd.DataFrame,
@@ -358,8 +361,16 @@ def what_if(
     def predict(released: np.ndarray, scale: float) -> float:
         return _median(step_times_ns(model, replay(model, released, scale)))
 
-    if not np.isfinite(predict(none, 1.0)):
+    as_captured = predict(none, 1.0)
+    if not np.isfinite(as_captured):
         return "what-if replay skipped: the analysed steps hold no GPU work to replay"
+    measured = _median((replayed["end"] - replayed["start"]).to_numpy(np.int64))
+    if not measured / REPLAY_AGREES < as_captured < measured * REPLAY_AGREES:
+        # the replay of the trace as it is keeps within 6 % of its steps on every real export here
+        return (
+            f"what-if replay skipped: the trace replayed as captured takes {as_captured / 1e6:.3f} ms a step where "
+            f"its steps measure {measured / 1e6:.3f} ms: its GPU rows and its steps disagree (a damaged export?)"
+        )
     note = ""
     if calibrated_steps_ns is not None:
         target_ns = _median(calibrated_steps_ns)
@@ -368,7 +379,7 @@ def what_if(
     replayed_sites = callsites.sort_values("exposed_idle_ns", ascending=False).head(sites_fit)["site_id"]
     savings = {int(site): base - predict(model.sync_site == site, host_scale) for site in replayed_sites}
     return WhatIf(
-        replayed_step_ns=predict(none, 1.0),
+        replayed_step_ns=as_captured,
         unprofiled_step_ns=base,
         without_syncs_step_ns=predict(~none, host_scale),
         saving_ns=savings,
