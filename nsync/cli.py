@@ -284,7 +284,8 @@ def analyze_command(
         }
         given = [flag for flag, value in analysis_flags.items() if value is not None]
         if given:
-            raise UsageError(f"--from renders a saved result as it is: {', '.join(given)} need a trace to analyse")
+            need = "needs" if len(given) == 1 else "need"
+            raise UsageError(f"--from renders a saved result as it is: {', '.join(given)} {need} a trace to analyse")
         outputs.check(saved)
         report = nsync.read_report(saved)
         complete = _emit(report, top, outputs, source_dir, quiet=quiet, verbose=verbose)
@@ -326,8 +327,9 @@ def _calibration(trace: Path, use: bool, explicit: Path | None = None) -> Calibr
     path = explicit or beside(trace)
     if not use or (explicit is None and not path.is_file()):
         return None
+    calibration = read_calibration(path)  # (said once it is read: a missing or bad file is an error alone)
     err.print(f"nsync: calibrated by {path}", markup=False)
-    return read_calibration(path)
+    return calibration
 
 
 def _gate(report: nsync.Report, fail_above_pct: float, pass_inconclusive: bool) -> None:
@@ -733,8 +735,14 @@ class Outputs:
         return [(flag, path) for flag, path in named if path is not None]
 
     def check(self, trace: Path | None = None) -> None:
-        """Refuse now a path that cannot be written, rather than after minutes of analysis."""
-        for flag, path in self.files():
+        """Refuse now a path that cannot be written, rather than after minutes of analysis, or that two
+        outputs share (the second would overwrite the first)."""
+        files = self.files()
+        for k, (flag, path) in enumerate(files):
+            other = next((f for f, p in files[:k] if _same_file(p, path)), None)
+            if other:
+                raise UsageError(f"{other} and {flag} both name {path}: give each output its own file")
+        for flag, path in files:
             if path.is_dir():
                 raise UsageError(f"{flag} {path}: is a folder")
             folder = path.parent
@@ -834,7 +842,9 @@ def _write_html(result: nsync.Report, path: Path, source_dirs: list[Path] | None
         try:
             page = nsync.render_html(result, source_dirs=source_dirs)
         except ModuleNotFoundError as error:  # an incomplete install: say what to add
-            raise NsyncError(f"the HTML report needs {error.name}: pip install {error.name}") from error
+            raise UsageError(
+                f"the HTML report needs {error.name}, which is not installed: pip install {error.name}"
+            ) from error
         write_text(path, page)
 
 

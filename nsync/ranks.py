@@ -24,10 +24,11 @@ import pandas as pd
 from nsync.analysis import analyze
 from nsync.config import AnalysisConfig
 from nsync.detect import is_relevant_api
-from nsync.errors import NsyncError, UsageError
+from nsync.errors import UsageError
 from nsync.load import Trace, load_trace, split_processes
 from nsync.load.budget import SAFETY, available_memory_bytes
 from nsync.render.model import Report, build_report, ns_to_ms, where
+from nsync.version import DISTRIBUTION
 
 COLLECTIVE_KERNEL = re.compile(r"^nccl", re.IGNORECASE)  # ncclDevKernel_AllReduce_Sum_f32_RING_LL, ncclKernel_...
 EXPORT_SUFFIXES = (".sqlite", ".sqlite.xz")
@@ -282,7 +283,8 @@ def rank_paths(paths: Sequence[Path]) -> list[tuple[int, Path]]:
             raise UsageError(f"{path}: no such file or folder")
     if not files:
         raise UsageError(
-            "no rank exports (.sqlite, .sqlite.xz) found: nsync ranks needs one export of every rank, or one each"
+            "no rank exports (.sqlite, .sqlite.xz) found: nsync ranks needs one export per rank, or one export "
+            "holding every rank"
         )
 
     def key(path: Path) -> list[object]:
@@ -329,7 +331,7 @@ def analyze_ranks(
     try:
         from distributed import Client, LocalCluster, as_completed
     except ModuleNotFoundError:
-        raise NsyncError("analysing ranks runs on Dask: pip install 'nsync[dask]'") from None
+        raise UsageError(f"analysing ranks runs on Dask: pip install '{DISTRIBUTION}[dask]'") from None
     cluster = None
     if scheduler is None:
         count = max(1, min(workers or os.cpu_count() or 1, len(ranked)))

@@ -53,11 +53,14 @@ def test_more_warm_up_steps_than_steps_is_an_error() -> None:
 
 @pytest.mark.slow
 def test_a_window_without_gpu_work_names_the_capture_span() -> None:
-    result = run("analyze", P4, "--window", "100:200")
-    assert result.returncode == 0, result.stderr
-    text = " ".join(result.stderr.split())  # notes go to stderr, with the warnings
-    assert "the chosen window (100.000-200.000 s) holds no GPU work: the capture spans 0.000-10.270 s" in text
+    inside = run("analyze", P4, "--window", "0.1:0.2")  # in the capture, before any GPU work
+    assert inside.returncode == 0, inside.stderr
+    text = " ".join(inside.stderr.split())  # notes go to stderr, with the warnings
+    assert "the chosen window (0.100-0.200 s) holds no GPU work: the capture spans 0.000-10.270 s" in text
     assert "whole trace" not in text and "was the program run on a GPU" not in text
+    # past the capture's end: a usage error, not a success (exit 0 before)
+    after = run("analyze", P4, "--window", "999:")
+    assert_one_line_error(after, 2, "--window START:END starts at 999.000 s, after the capture's end: it spans 0.000")
 
 
 @pytest.mark.slow
@@ -269,3 +272,30 @@ def test_a_diff_gate_that_cannot_judge_fails_unless_told_to_pass() -> None:
     assert_one_line_error(gate, 1, "--fail-on-regression cannot judge these runs: different programs")
     passed = run("diff", *pair, "--fail-on-regression", "5", "--no-calibrate", "--pass-inconclusive")
     assert passed.returncode == 0 and "passing, as --pass-inconclusive asks" in passed.stderr
+
+
+@pytest.mark.slow
+def test_smaller_things_a_new_user_met(tmp_path: Path) -> None:
+    # two outputs in one file: the second overwrote the first, and both were said to be written
+    same = run("analyze", P4, "--html", tmp_path / "x", "--markdown", tmp_path / "x")
+    assert_one_line_error(same, 2, f"--html and --markdown both name {tmp_path / 'x'}: give each output its own file")
+    assert not (tmp_path / "x").exists()
+    # a missing calibration file: the error alone, not first 'calibrated by' it
+    missing = run("analyze", P4, "--calibration", tmp_path / "nosuch.json")
+    assert_one_line_error(missing, 2, "nosuch.json: no such file")
+    assert "calibrated by" not in missing.stderr
+    # an executable that is no nsys: what it printed, on one line, in whole words
+    fake = tmp_path / "fake-nsys"
+    fake.write_text("#!/bin/sh\necho 'usage: something else entirely\\nwith a second line of words that goes on'\n")
+    fake.chmod(0o755)
+    (tmp_path / "t.py").write_text("pass\n")
+    wrong = run("profile", "--nsys", fake, tmp_path / "t.py")
+    assert_one_line_error(wrong, 4, "does not look like nsys ('--version' printed: usage: something else entirely")
+    assert "\\n" not in wrong.stderr
+    # the diff's table quotes an added site's line (read beside the trace), as the report's does
+    pair = (ROOT / "fixtures/h200/print_ok.sqlite.xz", ROOT / "fixtures/h200/print_deg.sqlite.xz")
+    assert run("diff", *pair, "--html", tmp_path / "d.html").returncode == 0
+    assert '<code class="src">print(y.sum())' in (tmp_path / "d.html").read_text()
+    # 'needs', for one flag
+    given = run("analyze", "--from", tmp_path / "r.json", "--db", tmp_path / "r.db")
+    assert_one_line_error(given, 2, "--db needs a trace to analyse")

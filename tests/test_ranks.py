@@ -155,7 +155,7 @@ def test_without_dask_the_command_says_what_to_install(late_pair: Path) -> None:
 
     blocked = "import sys; sys.modules['distributed'] = None; from nsync.cli import run; sys.exit(run(sys.argv[1:]))"
     done = subprocess.run([sys.executable, "-c", blocked, "ranks", str(late_pair)], capture_output=True, text=True)
-    assert_one_line_error(done, 1, "analysing ranks runs on Dask: pip install 'nsync[dask]'")
+    assert_one_line_error(done, 2, "analysing ranks runs on Dask: pip install 'nsync-profiler[dask]'")
 
 
 def test_splitting_an_export_by_process_keeps_every_row_once(tmp_path: Path) -> None:

@@ -37,7 +37,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
         capture_output=True,
         timeout=300,
     )
-    (wheel,) = (folder / "dist").glob("nsync-*.whl")
+    (wheel,) = (folder / "dist").glob("nsync_profiler-*.whl")
     venv = folder / "venv"
     if UV:  # the same resolution as pip's, in seconds rather than a minute
         subprocess.run([UV, "venv", "-q", "--python", sys.executable, str(venv)], check=True, timeout=120)
@@ -74,7 +74,7 @@ def test_the_wheel_carries_the_package_templates_and_license() -> None:
         capture_output=True,
         timeout=300,
     )
-    (wheel,) = wheel_dir.glob("nsync-*.whl")
+    (wheel,) = wheel_dir.glob("nsync_profiler-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     shutil.rmtree(wheel_dir, ignore_errors=True)
     assert {

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nsync.errors import NsyncError
+from nsync.errors import NsyncError, UsageError
 from nsync.load.db import ExportDb
 
 BASE_BYTES = 180 << 20
@@ -62,6 +62,12 @@ def plan_window(
     """
     origin = span_ns[0] if span_ns else 0
     window = None
+    if window_s is not None and span_ns is not None and window_s[0] * 1e9 >= span_ns[1] - span_ns[0]:
+        length_s = (span_ns[1] - span_ns[0]) / 1e9
+        raise UsageError(
+            f"AnalysisConfig.window_s starts at {window_s[0]:.3f} s, after the capture's end: it spans "
+            f"0.000-{length_s:.3f} s (in seconds from its start)"
+        )
     if window_s is not None:
         end = NO_END if window_s[1] is None else origin + int(window_s[1] * 1e9)
         window = (origin + int(window_s[0] * 1e9), end)

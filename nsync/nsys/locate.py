@@ -101,7 +101,9 @@ def describe(path: Path) -> Nsys:
     version_text = _run([str(path), "--version"])
     match = _VERSION.search(version_text)
     if not match:
-        raise NsysError(f"{path} does not look like nsys ('--version' printed {version_text.strip()[:80]!r})")
+        printed = " ".join(version_text.split())  # one line, whole words
+        printed = printed if len(printed) <= 80 else printed[:80].rsplit(" ", 1)[0] + " ..."
+        raise NsysError(f"{path} does not look like nsys ('--version' printed: {printed or 'nothing'})")
     version = tuple(int(part) for part in match.groups() if part is not None)
     return Nsys(
         path=path,

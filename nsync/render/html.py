@@ -24,7 +24,7 @@ from nsync.errors import NsyncError
 from nsync.render.diff_model import DiffReport, as_diff_report
 from nsync.render.figures import Figure, steps_figure, timeline_figure
 from nsync.render.model import Report, as_report
-from nsync.render.source import source_context
+from nsync.render.source import source_context, source_line
 from nsync.render.text import fixed
 from nsync.version import installed_version
 
@@ -114,6 +114,7 @@ def render_diff_html(source: DiffReport | Diff) -> str:
     from nsync.render.diff import headline
 
     report = as_diff_report(source)
+    search = [Path(report.candidate.path).resolve().parent, Path(report.baseline.path).resolve().parent, Path.cwd()]
     scale_ms = report.timeline_scale_ms
     figures = {
         f"timeline-{name}": timeline_figure(t, t.median_step_ns, scale_ms) if t and t.median_step_ns else None
@@ -130,5 +131,6 @@ def render_diff_html(source: DiffReport | Diff) -> str:
             version=installed_version(),
             generated=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             names=[Path(report.baseline.path).name, Path(report.candidate.path).name],
+            sources=[source_line(site.file, site.line or site.baseline_line or 0, search) for site in report.callsites],
         )
     )

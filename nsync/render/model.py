@@ -489,14 +489,6 @@ class Report:
         return exposed / count if count and exposed is not None else None
 
     @property
-    def exposed_idle_matters(self) -> bool:
-        """Whether exposed idle deserves a warning colour: the verdict says a fix pays (without a verdict:
-        idle that shows at three decimals)."""
-        if self.verdict is not None:
-            return self.verdict.worth_fixing
-        return (self.totals.exposed_idle_ms or 0.0) >= 0.0005
-
-    @property
     def threshold_pct(self) -> float:
         return threshold_pct(self.config)
 
