@@ -88,7 +88,7 @@ def test_markdown_without_a_version_says_so(tmp_path: Path, h200) -> None:
 def _layout(page: Path, width: int) -> dict[str, float]:
     """Measurements taken by the page itself in Chromium at ``width`` px, written into the DOM."""
     probe = """<script>window.addEventListener('load', () => {
-      const fix = document.querySelector('td.fix'), hit = document.querySelector('pre.src .hit');
+      const fix = document.querySelector('div.fix'), hit = document.querySelector('pre.src .hit');
       const out = {width: document.documentElement.clientWidth, scroll: document.documentElement.scrollWidth,
                    fix: fix ? fix.getBoundingClientRect().right : 0,
                    hit: hit ? hit.scrollWidth - hit.clientWidth : 0};
@@ -107,7 +107,7 @@ def _layout(page: Path, width: int) -> dict[str, float]:
 
 @pytest.mark.slow
 @needs_chromium
-@pytest.mark.parametrize("width", [1280, 1400])
+@pytest.mark.parametrize("width", [900, 1280, 1400])
 def test_the_report_fits_a_laptop_screen(h200_analysis, tmp_path: Path, width: int) -> None:
     page = tmp_path / "r.html"
     page.write_text(render_html(h200_analysis("p4"), source_dirs=[ROOT / "fixtures/h200"]))
