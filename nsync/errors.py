@@ -47,8 +47,9 @@ class Interrupted(BaseException):
 
 EXIT_CODES: dict[int, str] = {
     0: "success (a trace with no CUDA activity is a success too)",
-    1: "unusable input: not SQLite, not an nsys export, truncated or unreadable; or out of memory",
-    2: "usage error: bad option or argument, missing file",
+    1: "unusable input: not SQLite, not an nsys export, truncated or unreadable; out of memory; or a CI gate that "
+    "cannot judge",
+    2: "usage error: bad option or argument, missing file, an option that needs a package not installed",
     3: "a CI gate failed: nsync diff --fail-on-regression (the candidate regressed) or nsync analyze --fail-above "
     "(a sync costs more than PCT % of a step)",
     4: "nsys could not be found or failed (also: a `.nsys-rep` it could not export)",
