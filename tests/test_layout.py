@@ -160,3 +160,14 @@ def test_the_diff_panels_both_have_time_axes(h200_analysis) -> None:
     assert all("ms from" in f["layout"]["xaxis"]["title"]["text"] for f in figures.values())
     scales = {tuple(f["layout"]["xaxis"]["range"]) for f in figures.values()}
     assert len(scales) == 1  # one time scale for both
+
+
+@pytest.mark.slow
+def test_quiet_prints_the_verdict_alone_and_verbose_the_stacks() -> None:
+    quiet = run("analyze", DEG, "-q")
+    assert quiet.returncode == 0, quiet.stderr
+    assert quiet.stdout == "verdict: fixing w_print.py:19 would save 0.39 ms per step (12.3 %)\n"
+    assert quiet.stderr == ""
+    verbose = run("analyze", DEG, "-v")
+    assert "#1 w_print.py:19  step  saving 0.390 ms/step" in verbose.stdout
+    assert "step (" in verbose.stdout and "w_print.py:19)" in verbose.stdout  # the stack's frames, each with its line

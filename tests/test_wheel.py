@@ -82,6 +82,9 @@ def test_the_wheel_carries_the_package_templates_and_license() -> None:
         "nsync/templates/report.html.j2",
         "nsync/templates/diff.html.j2",
         "nsync/nsys/inject/sitecustomize.py",
+        "nsync/templates/charts.js.j2",
+        "nsync/render/vendor/plotly-basic.min.js.gz",
+        "nsync/render/vendor/LICENSE.plotly.js.txt",
     } <= set(names)
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
     assert not any(n.startswith(("tests/", "fixtures/", "benchmarks/")) for n in names)
@@ -106,6 +109,21 @@ def test_installed_analyze_writes_html_markdown_and_json(installed: Path, elsewh
     assert again.stdout == result.stdout
     generated = re.compile(r" on \d{4}-\d\d-\d\d \d\d:\d\d UTC\.")
     assert generated.sub("", (elsewhere / "again.html").read_text()) == generated.sub("", page)
+
+
+@pytest.mark.slow
+def test_installed_terminal_report_reads_at_80_columns_and_knows_its_version(installed: Path, elsewhere: Path) -> None:
+    env = {"PATH": f"{installed}:/usr/bin:/bin", "HOME": str(elsewhere), "COLUMNS": "80"}
+    done = subprocess.run(
+        [str(installed / "nsync"), "analyze", str(TRACES / "print_deg.sqlite.xz")],
+        cwd=elsewhere, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert max(map(len, done.stdout.splitlines())) <= 80
+    assert "#1 w_print.py:19  step  saving 0.390 ms/step" in done.stdout
+    assert "print(y.sum())" in done.stdout  # the source line, read beside the trace
+    version = nsync(installed, elsewhere, "--version")
+    assert version.stdout.strip() == "nsync 0.1.0"  # from the nsync-profiler distribution's metadata
 
 
 @pytest.mark.slow
