@@ -171,7 +171,7 @@ def test_installed_profile_returns_the_programs_exit_code_with_every_output(inst
 @pytest.mark.slow
 def test_installed_version_and_a_help_that_loads_no_pandas(installed: Path, elsewhere: Path) -> None:
     version = subprocess.run(
-        [str(installed / "python"), "-c", "import importlib.metadata as m; print(m.version('nsync'))"],
+        [str(installed / "python"), "-c", "import importlib.metadata as m; print(m.version('nsync-profiler'))"],
         capture_output=True, text=True, check=True, cwd=elsewhere,
     ).stdout.strip()  # fmt: skip
     assert nsync(installed, elsewhere, "--version").stdout == f"nsync {version}\n"

@@ -1,0 +1,1 @@
+"""plotly.js, vendored (README.md): data only."""
