@@ -167,7 +167,7 @@ def test_a_program_without_optimizer_steps_is_captured_by_the_clock_then_ended(j
     assert not (job / "finished").exists()
     assert "the program made no optimizer step within 1 s of using CUDA: captured 1 s of it by the clock" in done.stderr
     (window,) = ranges(job / "out/infer.sqlite")[WINDOW_RANGE]
-    assert 0.9e9 < window[1] - window[0] < 1.5e9
+    assert 0.9e9 < window[1] - window[0] < 3e9  # a 1 s sleep, and a loaded machine's scheduling
 
 
 @pytest.mark.slow
