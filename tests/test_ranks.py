@@ -86,7 +86,7 @@ def test_one_export_holding_both_ranks_gives_the_same_answer(tmp_path: Path) -> 
     done = run("ranks", b.write(tmp_path / "all.sqlite"), "--json", "-")
     assert done.returncode == 0, done.stderr
     pooled = run("analyze", tmp_path / "all.sqlite")
-    assert "2 processes ran GPU work in this trace: their figures are pooled" in pooled.stdout
+    assert "2 processes ran GPU work in this trace: their figures are pooled" in pooled.stderr
     data = json.loads(done.stdout)
     assert [r["path"].rsplit(" ", 1)[-1] for r in data["ranks"]] == ["100)", "101)"]  # "(process 100)"
     assert data["clock_offsets_ms"] == [0, 0]  # one capture, one clock
