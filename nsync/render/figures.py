@@ -42,8 +42,9 @@ class _Labels:
 
     def of(self, labels: pd.Series | list[str]) -> np.ndarray:
         """Each label's index in the table (factorised: the work is per distinct label, not per mark)."""
-        codes, distinct = pd.factorize(pd.Series(labels, dtype=object).astype(str))
-        known = np.array([self.index.setdefault(html.escape(s), len(self.index)) for s in distinct], np.int64)
+        series = labels if isinstance(labels, pd.Series) else pd.Series(labels, dtype=object)
+        codes, distinct = pd.factorize(series, use_na_sentinel=False)  # arrow strings stay arrow: no per-mark str()
+        known = np.array([self.index.setdefault(html.escape(str(s)), len(self.index)) for s in distinct], np.int64)
         return known[codes] if len(codes) else np.array([], np.int64)
 
     def table(self) -> list[str]:
@@ -262,7 +263,8 @@ def _gpu_lanes(excerpt: _Excerpt, t0: int, labels: _Labels, lane_of: Any) -> lis
         return []
     lane = lane_of(ops["lane"])
     traces = []
-    for op in [op for op in OP_COLOURS if op in set(ops["op"])]:  # in the loader's order of kinds
+    present = set(ops["op"].unique())
+    for op in [op for op in OP_COLOURS if op in present]:  # in the loader's order of kinds
         chosen = (ops["op"] == op).to_numpy()
         group = ops.loc[chosen]
         hover = ("%{customdata[0]}<br>%{customdata[1]:.1f} µs", labels.of(group["name"]), [_us(group)])
