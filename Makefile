@@ -31,7 +31,7 @@ lint: $(STAMP)
 test: system-deps $(STAMP) lint
 	$(BIN)/pytest -q
 
-# The quick subset while working (about 40 s here): no real nsys, browser, wheel build or nsync subprocess.
+# The quick subset while working (under a minute here): no real nsys, browser, wheel build or nsync subprocess.
 test-quick: $(STAMP)
 	$(BIN)/pytest -q -m "not slow"
 
