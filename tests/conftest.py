@@ -21,6 +21,15 @@ from tests.tracebuilder import TraceBuilder
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
+# fixtures/h200/probe.py: the line of each of its six syncs, and the function it is in (read off the source)
+PROBE_LINES = {
+    11: "sync_item",
+    13: "sync_device",
+    15: "sync_event",
+    17: "sync_stream",
+    19: "h2d_pageable",
+    21: "d2h_cpu",
+}
 
 
 def _digest(folder: Path) -> dict[str, str]:

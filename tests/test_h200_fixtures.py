@@ -8,15 +8,7 @@ import pytest
 
 from nsync.detect import SyncKind
 from nsync.load import load_trace
-
-PROBE_LINES = {
-    11: "sync_item",
-    13: "sync_device",
-    15: "sync_event",
-    17: "sync_stream",
-    19: "h2d_pageable",
-    21: "d2h_cpu",
-}
+from tests.conftest import PROBE_LINES
 
 
 def test_print_deg_top_call_site_is_the_print(h200_analysis):

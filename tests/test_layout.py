@@ -12,6 +12,7 @@ import pytest
 from nsync import build_report, render_html, render_markdown
 from nsync.render.figures import steps_figure, timeline_figure
 from tests.browser import CHROMIUM, FLAGS, figures_of, needs_chromium
+from tests.conftest import PROBE_LINES
 from tests.test_cli import NSYNC, ROOT, run
 
 DEG = ROOT / "fixtures/h200/print_deg.sqlite.xz"
@@ -31,15 +32,7 @@ def test_every_call_site_shows_its_line_its_cost_and_its_fix_at_any_width(column
     # probe.py's six call sites: each with its place, function and saving on one line (grep finds them in a
     # log), then its source line as written in fixtures/h200/probe.py, its figures and its fix
     code = (ROOT / "fixtures/h200/probe.py").read_text().splitlines()
-    functions = {
-        11: "sync_item",
-        13: "sync_device",
-        15: "sync_event",
-        17: "sync_stream",
-        19: "h2d_pageable",
-        21: "d2h_cpu",
-    }
-    for number, function in functions.items():
+    for number, function in PROBE_LINES.items():
         (first,) = [
             k for k, line in enumerate(lines) if re.match(rf"#\d probe\.py:{number}  {function}  saving ", line)
         ]
