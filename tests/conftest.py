@@ -10,6 +10,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -171,3 +172,21 @@ def cpu_only_export(tmp_path_factory: pytest.TempPathFactory) -> Path:
         timeout=300,
     )
     return folder / "run.sqlite"
+
+
+def remove_stale_nsys_state() -> list[Path]:
+    """Remove what a killed nsys left in /dev/shm (nsync.nsys.leftovers), which can stop every later nsys from
+    starting: a test that kills nsys cleans up after itself, and the suite starts on a machine where nsys starts."""
+    from nsync.nsys.leftovers import stale_session_state
+
+    removed = stale_session_state()
+    for state in removed:
+        state.unlink(missing_ok=True)
+    return removed
+
+
+@pytest.fixture(scope="session", autouse=True)
+def nsys_starts() -> None:
+    removed = remove_stale_nsys_state()
+    if removed:
+        warnings.warn(f"removed nsys state that a killed nsys had left behind: {removed}", stacklevel=1)

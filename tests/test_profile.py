@@ -13,8 +13,11 @@ from pathlib import Path
 import pytest
 
 from nsync import NsysError
-from nsync.nsys import CaptureOptions, find_nsys, locate, profile_flags
+from nsync.nsys import CaptureOptions, find_nsys, hang, locate, profile_flags
+from nsync.nsys.hang import session_agents
+from nsync.nsys.leftovers import stale_session_state
 from nsync.nsys.locate import describe
+from tests.conftest import remove_stale_nsys_state
 from tests.test_real_nsys import NSYS, needs_nsys
 
 NSYNC = str(Path(sys.executable).parent / "nsync")
@@ -218,20 +221,6 @@ def _children(pid: int) -> list[int]:
     return found
 
 
-def _kill_orphaned_agents(nsys_pids: list[int]) -> None:
-    """A killed nsys leaves its agent daemon running (and spinning); later captures would suffer."""
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                cmdline = (entry / "cmdline").read_bytes().decode(errors="replace")
-            except OSError:
-                continue
-            if "--start-agent" in cmdline and any(
-                f"-{pid}\x00" in cmdline or cmdline.endswith(f"-{pid}") for pid in nsys_pids
-            ):
-                os.kill(int(entry.name), signal.SIGKILL)
-
-
 def _start_profile(tmp_path: Path, *args: str) -> subprocess.Popen[str]:
     """nsync profile in its own session (as a terminal's foreground group), returning once the program runs
     under nsys (no calibration run first: these tests signal nsys)."""
@@ -249,13 +238,22 @@ def _start_profile(tmp_path: Path, *args: str) -> subprocess.Popen[str]:
 
 @pytest.mark.slow
 @needs_nsys
-def test_nsys_killed_mid_run_is_a_clear_error(tmp_path, echo):
+def test_nsys_killed_mid_run_is_a_clear_error_and_its_agent_is_stopped_cleanly(tmp_path, echo):
+    """A SIGKILLed agent leaves its state in /dev/shm (12 of 12 killed captures here), which can stop later
+    captures from starting (nsync.nsys.leftovers): nsync stops the agent of a killed nsys with SIGTERM."""
     proc = _start_profile(tmp_path, str(echo), str(tmp_path / "started.json"), "3")
     nsys_pids = _children(proc.pid)  # nsync's direct child is nsys
+    agents = [pid for nsys_pid in nsys_pids for pid, _name in session_agents(nsys_pid)]
     for pid in nsys_pids:
         os.kill(pid, signal.SIGKILL)
-    _out, err = proc.communicate(timeout=120)
-    _kill_orphaned_agents(nsys_pids)
+    try:
+        _out, err = proc.communicate(timeout=120)
+        assert agents
+        assert not set(agents) & set(hang.processes()), "an agent of the killed nsys is still running"
+        assert [pid for pid in agents if Path(f"/dev/shm/quadd-agent-instance-{pid}").exists()] == []
+        assert stale_session_state() == []
+    finally:
+        remove_stale_nsys_state()
     assert proc.returncode == 4, err
     assert "nsys was killed by signal SIGKILL" in err
     assert "Traceback" not in err

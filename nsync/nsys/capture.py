@@ -27,6 +27,7 @@ from nsync.load.db import require_file
 from nsync.load.model import PYTHON_FRAMES_NSYS
 from nsync.nsys import inject
 from nsync.nsys.hang import QUIET_S, HangWatch, session_agents, stop_agents
+from nsync.nsys.leftovers import advice, stale_session_state
 from nsync.nsys.locate import Nsys, find_nsys
 from nsync.nsys.output import relay
 from nsync.nsys.window import NVTX_CAPTURE_ENV, CaptureWindow, WindowOutcome, outcome
@@ -158,7 +159,10 @@ def run_capture(nsys: Nsys, command: Sequence[str], options: CaptureOptions, say
             "The hang is intermittent (nsys 2022.4 with CPU sampling): run again, or capture with --no-cpu-sampling"
         )
     if report is None:
-        raise NsysError(f"nsys exited with code {code} and wrote no report ({options.base}.nsys-rep)")
+        left = stale_session_state()
+        raise NsysError(
+            f"nsys exited with code {code} and wrote no report ({options.base}.nsys-rep){advice(left) if left else ''}"
+        )
     if hung:  # nsys's own exit code after a shutdown is not the program's
         if watch.program_exit_code is None:
             say("note: the program's exit code is unknown: nsys was shut down after it ended")

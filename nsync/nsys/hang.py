@@ -140,11 +140,25 @@ def session_agents(nsys_pid: int) -> list[tuple[int, str]]:
     return found
 
 
-def stop_agents(nsys_pid: int) -> int:
-    """Kill the agents of ``nsys_pid``'s session still running (a hung session's agent spins at 95 % CPU
-    after nsys itself is gone); how many there were."""
-    agents = session_agents(nsys_pid)
-    for pid, _name in agents:
+AGENT_GRACE_S = 3.0  # an agent asked to stop cleans up within a fraction of a second (seen with 2022.4)
+
+
+def stop_agents(nsys_pid: int, grace_s: float = AGENT_GRACE_S) -> int:
+    """Stop the agents of ``nsys_pid``'s session still running (a hung session's agent spins at 95 % CPU after
+    nsys itself is gone); how many there were. SIGTERM first: an agent so stopped removes its state from
+    /dev/shm, which a SIGKILLed one leaves behind (nsync.nsys.leftovers); SIGKILL those still up after
+    ``grace_s``."""
+    agents = [pid for pid, _name in session_agents(nsys_pid)]
+    for pid in agents:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    alive = agents
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.05)
+        table = processes()
+        alive = [pid for pid in alive if pid in table and table[pid].state != "Z"]
+    for pid in alive:
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
     return len(agents)

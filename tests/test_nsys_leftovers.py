@@ -1,0 +1,81 @@
+"""An nsys killed earlier leaves its session state in /dev/shm, and later nsys can fail to start ("Agent launcher
+failed.", exit 1, no report: seen in this project's CI). nsync names the leftover and the command that removes it,
+only while no nsys runs, and never removes it itself."""
+
+from __future__ import annotations
+
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from nsync.errors import NsysError
+from nsync.nsys import leftovers
+from nsync.nsys.capture import CaptureOptions, run_capture
+from nsync.nsys.locate import describe
+
+FAILS_TO_START = """#!PYTHON
+import sys
+if sys.argv[1:] == ["--version"]:
+    print("NVIDIA Nsight Systems version 2022.4.2.1-df9881f"); sys.exit(0)
+if sys.argv[2:] == ["--help"]:
+    print("--env-var --sample --backtrace --cudabacktrace --include-blobs"); sys.exit(0)
+print("Agent launcher failed.", file=sys.stderr)
+sys.exit(1)
+"""
+
+
+@pytest.fixture
+def shared_memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "shm"
+    folder.mkdir()
+    monkeypatch.setattr(leftovers, "SHARED_MEMORY", folder)
+    return folder
+
+
+def _stand_in(tmp_path: Path) -> Path:
+    nsys = tmp_path / "bin" / "nsys"
+    nsys.parent.mkdir()
+    nsys.write_text(FAILS_TO_START.replace("PYTHON", sys.executable))
+    nsys.chmod(nsys.stat().st_mode | stat.S_IEXEC)
+    return nsys
+
+
+def test_a_failed_start_with_state_left_behind_names_it_and_how_to_remove_it(
+    tmp_path: Path, shared_memory: Path
+) -> None:
+    state = shared_memory / "NSys-2022.4.2.1"
+    state.write_bytes(b"\0" * 64)
+    options = CaptureOptions(out_dir=tmp_path, name="job")
+    with pytest.raises(NsysError) as raised:
+        run_capture(describe(_stand_in(tmp_path)), [sys.executable, "-c", "pass"], options, lambda _: None)
+    assert str(raised.value) == (
+        f"nsys exited with code 1 and wrote no report ({tmp_path}/job.nsys-rep); an nsys killed earlier left its "
+        f"session state behind ({state}) and no nsys runs now: that state can stop every nsys from starting "
+        f"('Agent launcher failed.'). Remove it and run again: rm {state}"
+    )
+    assert state.exists()  # nsync never removes it
+
+
+def test_a_failed_start_without_state_left_behind_says_only_what_nsys_did(tmp_path: Path, shared_memory: Path) -> None:
+    options = CaptureOptions(out_dir=tmp_path, name="job")
+    with pytest.raises(NsysError, match=r"^nsys exited with code 1 and wrote no report \([^)]*job.nsys-rep\)$"):
+        run_capture(describe(_stand_in(tmp_path)), [sys.executable, "-c", "pass"], options, lambda _: None)
+
+
+def test_the_state_of_a_running_nsys_is_not_called_stale(tmp_path: Path, shared_memory: Path) -> None:
+    (shared_memory / "NSys-2022.4.2.1").write_bytes(b"")
+    assert leftovers.stale_session_state() == [shared_memory / "NSys-2022.4.2.1"]
+    sleeper = tmp_path / "nsys"
+    sleeper.write_text(f"#!{sys.executable}\nimport time\ntime.sleep(30)\n")
+    sleeper.chmod(0o755)
+    running = subprocess.Popen([str(sleeper)])
+    try:
+        assert running.pid in leftovers.running_nsys()
+        assert leftovers.stale_session_state() == []
+    finally:
+        running.kill()
+        running.wait()
+    assert leftovers.stale_session_state() == [shared_memory / "NSys-2022.4.2.1"]
