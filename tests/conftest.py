@@ -187,6 +187,22 @@ def remove_stale_nsys_state() -> list[Path]:
 
 @pytest.fixture(scope="session", autouse=True)
 def nsys_starts() -> None:
+    """Agents whose ``nsys profile`` is gone (a run before this one killed it) are stopped, then the state a
+    killed nsys left is removed, each with a warning in the suite's summary."""
+    from nsync.nsys.hang import processes, stop_agents
+
+    running = processes()
+    orphans = {int(name.rsplit("-", 1)[1]) for pid in _nsys_agents() for name in _session_names(pid)}
+    for nsys_pid in orphans - set(running):
+        warnings.warn(f"stopped {stop_agents(nsys_pid)} agent(s) of an nsys that is gone", stacklevel=1)
     removed = remove_stale_nsys_state()
     if removed:
         warnings.warn(f"removed nsys state that a killed nsys had left behind: {removed}", stacklevel=1)
+
+
+def _session_names(pid: int) -> list[str]:
+    try:
+        words = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+    except OSError:
+        return []
+    return [w.split("=", 1)[1] for w in words if w.startswith("--session-name=") and w[-1:].isdigit()]

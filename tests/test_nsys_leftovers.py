@@ -7,6 +7,7 @@ from __future__ import annotations
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -73,7 +74,10 @@ def test_the_state_of_a_running_nsys_is_not_called_stale(tmp_path: Path, shared_
     sleeper.chmod(0o755)
     running = subprocess.Popen([str(sleeper)])
     try:
-        assert running.pid in leftovers.running_nsys()
+        deadline = time.monotonic() + 10
+        while running.pid not in leftovers.running_nsys():  # /proc/PID/cmdline is empty for a moment after exec
+            assert time.monotonic() < deadline, "the stand-in nsys was never seen running"
+            time.sleep(0.01)
         assert leftovers.stale_session_state() == []
     finally:
         running.kill()
