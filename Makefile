@@ -26,6 +26,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check nsync tests benchmarks
 	$(BIN)/ruff format --check nsync tests benchmarks
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 	@! grep -rnE --include="*.py" "iterrows|itertuples|apply\(.*axis=1" nsync/ || (echo "per-row Python on the data path"; exit 1)
 
 test: system-deps $(STAMP) lint

@@ -18,8 +18,8 @@ if TYPE_CHECKING:
     from nsync.load import Trace, load_trace
     from nsync.render.html import render_html
     from nsync.render.markdown import render_markdown
-    from nsync.render.model import Report, build_report, read_report, render_json, report_to_dict
     from nsync.render.terminal import render_terminal, summary
+    from nsync.report.analysis import Report, build_report, read_report, render_json, report_to_dict
 
 # Every name loads on first use: `import nsync` runs almost nothing, so that the command's own Ctrl-C
 # handling (nsync/__main__.py) is in place before any real work starts.
@@ -34,11 +34,11 @@ _LAZY = {
     "analyze": "nsync.analysis",
     "Trace": "nsync.load",
     "load_trace": "nsync.load",
-    "Report": "nsync.render.model",
-    "build_report": "nsync.render.model",
-    "read_report": "nsync.render.model",
-    "report_to_dict": "nsync.render.model",
-    "render_json": "nsync.render.model",
+    "Report": "nsync.report.analysis",
+    "build_report": "nsync.report.analysis",
+    "read_report": "nsync.report.analysis",
+    "report_to_dict": "nsync.report.analysis",
+    "render_json": "nsync.report.analysis",
     "render_markdown": "nsync.render.markdown",
     "render_html": "nsync.render.html",
     "render_terminal": "nsync.render.terminal",

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import sys
 
+from nsync.stdio import drop_stdout
+
 
 def main() -> None:
     sys.unraisablehook = _interrupted_or_default
@@ -51,11 +53,6 @@ def _interrupted_or_default(unraisable: sys.UnraisableHookArgs) -> None:
         sys.stderr.flush()
         os._exit(130)
     sys.__unraisablehook__(unraisable)
-
-
-def drop_stdout() -> None:
-    """Point stdout at /dev/null, so that the interpreter's flush at exit does not fail on a closed pipe."""
-    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 if __name__ == "__main__":

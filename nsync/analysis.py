@@ -34,7 +34,7 @@ NO_GPU_WORK = "CUDA API calls but no GPU work (kernels, copies, memsets) in this
 
 @dataclass(frozen=True)
 class Analysis:
-    """What the pipeline found; nsync.render.model makes the report the renderers print of it."""
+    """What the pipeline found; nsync.report.analysis makes the report the renderers print of it."""
 
     trace_path: str
     nsys_version: str | None

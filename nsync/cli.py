@@ -19,10 +19,10 @@ from typer.core import TyperCommand
 
 import nsync
 from nsync import EXIT_CODES, AnalysisConfig, NsyncError, UsageError
-from nsync.__main__ import drop_stdout
 from nsync.errors import Interrupted
 from nsync.memory import release_freed_memory, tune_allocator
 from nsync.render.text import fixed, printable
+from nsync.stdio import drop_stdout
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -658,7 +658,7 @@ def diff_command(
     .nsys-rep)."""
     from nsync.diff import diff
     from nsync.render.diff import diff_summary, render_diff_json, render_diff_markdown
-    from nsync.render.diff_model import build_diff_report
+    from nsync.report.diff import build_diff_report
 
     outputs = Outputs(json=json_path, html=html_path, markdown=markdown_path)
     outputs.check(baseline)

@@ -27,7 +27,8 @@ from nsync.detect import is_relevant_api
 from nsync.errors import UsageError
 from nsync.load import Trace, load_trace, split_processes
 from nsync.load.budget import SAFETY, available_memory_bytes
-from nsync.render.model import Report, build_report, ns_to_ms, where
+from nsync.report.analysis import Report, build_report, ns_to_ms, where
+from nsync.report.ranks import SCHEMA, RankFacts, RanksReport, Straggler
 from nsync.version import DISTRIBUTION
 
 COLLECTIVE_KERNEL = re.compile(r"^nccl", re.IGNORECASE)  # ncclDevKernel_AllReduce_Sum_f32_RING_LL, ncclKernel_...
@@ -151,47 +152,6 @@ def delays(results: Sequence[RankResult], lined: Collectives) -> pd.DataFrame:
     lateness = lined.lateness_ns[late["collective"].to_numpy()]
     late["delay_ns"] = np.clip(lateness - before, 0, exposed)
     return late[columns].reset_index(drop=True)
-
-
-@dataclass(frozen=True)
-class Straggler:
-    """A call site of a late rank, by the delay its syncs added to every rank's collectives."""
-
-    rank: int
-    where: str
-    issued_at: str
-    function: str
-    collectives_delayed: int
-    delay_ms_per_step: float
-
-
-@dataclass(frozen=True)
-class RankFacts:
-    rank: int
-    path: str
-    steps: int
-    median_step_ms: float | None
-    gpu_idle_ms_per_step: float | None
-    collectives: int
-    last_at: int  # collectives this rank reached last
-    lateness_ms_per_step: float  # how late it was at them, summed, per step
-
-
-@dataclass(frozen=True)
-class RanksReport:
-    schema: str
-    ranks: list[RankFacts]
-    collectives: int  # lined up across every rank
-    clock_offsets_ms: list[float]  # per rank, to rank 0's clock
-    held_ms_per_step: float  # the last rank's lateness, summed over the collectives of a step
-    stragglers: list[Straggler]
-    verdict: str
-    worth_fixing: bool
-    warnings: list[str]
-    reports: list[Report]  # each rank's own analysis
-
-
-SCHEMA = "nsync.ranks/1"
 
 
 def ranks_report(results: Sequence[RankResult], config: AnalysisConfig) -> RanksReport:

@@ -19,7 +19,7 @@ import pandas as pd
 from nsync.config import AnalysisConfig
 from nsync.errors import UsageError
 from nsync.load import Trace
-from nsync.nsys.inject import STEP_MARK
+from nsync.marks import STEP_MARK
 
 _DIGITS = re.compile(r"\d+")
 _STEP_EXACT = re.compile(r"^(profilerstep#?n|(train[_ ]?)?step[_ #]?n?|iter(ation)?[_ #]?n?|batch[_ #]?n?)$", re.I)

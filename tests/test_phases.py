@@ -9,7 +9,7 @@ import json
 import pytest
 
 from nsync.nsys.inject import STEP_MARK
-from nsync.render.model import build_report, report_to_dict
+from nsync.report.analysis import build_report, report_to_dict
 from tests.tracebuilder import TraceBuilder, ns
 
 TRAIN, EVAL = 1000, 400  # µs per training iteration, per evaluation batch

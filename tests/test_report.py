@@ -138,7 +138,7 @@ def test_markdown_summary_is_a_compact_pr_table(tmp_path):
 
 
 def _timeline(ops: list[tuple[int, int]], windows: list[tuple[int, int]], span: tuple[int, int]):
-    from nsync.render.model import Timeline, TimelineCalls, TimelineLead, TimelineOps, TimelineSyncs
+    from nsync.report.analysis import Timeline, TimelineCalls, TimelineLead, TimelineOps, TimelineSyncs
 
     n, k = len(ops), len(windows)
     return Timeline(

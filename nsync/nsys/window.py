@@ -14,7 +14,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from nsync.nsys.inject import WINDOW_RANGE
+from nsync.marks import WINDOW_RANGE
 
 STATE_SCHEMA = "nsync.window/1"
 

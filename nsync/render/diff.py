@@ -1,4 +1,4 @@
-"""Renderers of a diff's report (nsync.render.diff_model): JSON (``nsync.diff/1``), Markdown and the terminal
+"""Renderers of a diff's report (nsync.report.diff): JSON (``nsync.diff/1``), Markdown and the terminal
 summary."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from nsync.render.diff_model import DiffReport, as_diff_report, diff_report_to_dict
 from nsync.render.markdown import cell, code_span
 from nsync.render.terminal import fitted_table
 from nsync.render.text import fixed, printable_all
+from nsync.report.diff import DiffReport, as_diff_report, diff_report_to_dict
 
 if TYPE_CHECKING:
     from nsync.diff import Diff

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 if TYPE_CHECKING:
-    from nsync.render.model import Report, Timeline
+    from nsync.report.analysis import Report, Timeline
 
 Figure = dict[str, Any]
 

@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING
 import jinja2
 
 from nsync.errors import NsyncError
-from nsync.render.diff_model import DiffReport, as_diff_report
 from nsync.render.figures import Figure, steps_figure, timeline_figure
-from nsync.render.model import Report, as_report
 from nsync.render.source import source_context, source_line
 from nsync.render.text import fixed
+from nsync.report.analysis import Report, as_report
+from nsync.report.diff import DiffReport, as_diff_report
 from nsync.version import installed_version
 
 if TYPE_CHECKING:

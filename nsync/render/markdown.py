@@ -7,9 +7,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from nsync.render.model import Report, as_report
 from nsync.render.terminal import ONCE_ROWS
 from nsync.render.text import fixed, printable_all
+from nsync.report.analysis import Report, as_report
 
 if TYPE_CHECKING:
     from nsync.analysis import Analysis

@@ -9,9 +9,9 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from nsync.ranks import RanksReport
 from nsync.render.terminal import fitted_table
 from nsync.render.text import fixed, printable_all
+from nsync.report.ranks import RanksReport
 
 
 def render_ranks_json(report: RanksReport) -> str:

@@ -12,9 +12,9 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from nsync.render.model import CallSite, OnceSite, Phase, Report, as_report, where
 from nsync.render.source import source_line
 from nsync.render.text import fixed, printable_all
+from nsync.report.analysis import CallSite, OnceSite, Phase, Report, as_report, where
 
 if TYPE_CHECKING:
     from nsync.analysis import Analysis

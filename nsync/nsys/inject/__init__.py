@@ -1,7 +1,7 @@
 """Code that ``nsync profile`` puts on the profiled program's ``PYTHONPATH``: a ``sitecustomize`` that marks
 each optimizer step with an NVTX range, so that steps are known without editing the program.
 
-Its folder is found with :func:`folder`; the range name is :data:`STEP_MARK` (written again, as a literal,
+Its folder is found with :func:`folder`; the range name is :data:`nsync.marks.STEP_MARK` (written again, as a literal,
 in ``sitecustomize.py``, which must not import nsync inside the user's process).
 """
 
@@ -10,8 +10,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-STEP_MARK = "nsync: optimizer step"
-WINDOW_RANGE = "nsync-window"  # the NVTX start/end range around the captured steps (nsync.nsys.window)
+from nsync.marks import STEP_MARK, WINDOW_RANGE
+
+__all__ = ["STEP_MARK", "WINDOW_RANGE", "folder", "pythonpath"]
 
 
 def folder() -> Path:

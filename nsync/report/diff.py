@@ -7,7 +7,7 @@ import math
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from nsync.render.model import Timeline, ns_to_ms, timeline_of, where
+from nsync.report.analysis import Timeline, ns_to_ms, timeline_of, where
 
 if TYPE_CHECKING:
     from nsync.analysis import Analysis
