@@ -699,7 +699,7 @@ def diff_command(
     elif fail_on_regression is not None and result.regressed_beyond(fail_on_regression):
         err.print(
             f"nsync: step time regressed by {fixed(result.verdict_delta_pct, 1)} % (> {fail_on_regression:g} %, "
-            f"{result.step_ms['verdict_basis']})",
+            f"{result.step_ms.verdict_basis})",
             markup=False,
         )
         raise typer.Exit(3)

@@ -5,12 +5,12 @@ and the verdict is ``inconclusive``, with the reason. When both runs are calibra
 verdict is taken on their predicted unprofiled step times, against the noise of the calibration runs they
 are fitted to: the profiler can hide a regression (a loop it makes host-bound in both runs) that the
 program's own speed shows, and its own slow-down varies from one capture to the next by more than the steps
-of one capture do. ``step_ms["verdict_basis"]`` says which.
+of one capture do. ``step_ms.verdict_basis`` says which.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -27,12 +27,47 @@ MAX_STEP_RATIO = 2.0
 
 
 @dataclass(frozen=True)
+class Change:
+    """One figure in both runs, and the candidate's minus the baseline's (None where a side has none)."""
+
+    baseline: float | None
+    candidate: float | None
+    delta: float | None
+
+
+@dataclass(frozen=True)
+class UnprofiledStepTimes:
+    """The two runs' step times predicted without the profiler (each run's what-if), in ms."""
+
+    baseline: float
+    candidate: float
+    delta_pct: float | None
+    calibrated: bool  # both runs calibrated: the verdict's basis then
+    noise_pct: float | None  # in the calibration runs, where they are the verdict's basis
+
+
+@dataclass(frozen=True)
+class StepTimes:
+    """The two runs' median step times under the profiler (ms), their noise, and which the verdict used."""
+
+    baseline: float | None
+    candidate: float | None
+    delta: float | None
+    delta_pct: float | None
+    noise_pct: float | None
+    basis: str  # gpu | nvtx | none: which step times
+    verdict_basis: str  # profiled | unprofiled (calibrated)
+    profiled_verdict: str  # what the profiled steps alone say, whichever basis the verdict takes
+    unprofiled: UnprofiledStepTimes | None  # where both runs have a what-if
+
+
+@dataclass(frozen=True)
 class Diff:
     baseline: Analysis
     candidate: Analysis
-    step_ms: dict[str, float | str | None]
-    gpu_idle_ms_per_step: dict[str, float | None]
-    exposed_idle_ms_per_step: dict[str, float | None]
+    step_ms: StepTimes
+    gpu_idle_ms_per_step: Change
+    exposed_idle_ms_per_step: Change
     verdict: str  # regression | improvement | no-change | inconclusive
     reasons: list[str]
     callsites: pd.DataFrame
@@ -41,8 +76,10 @@ class Diff:
     @property
     def verdict_delta_pct(self) -> float | None:
         """The step time's change on the verdict's basis (profiled, or predicted unprofiled)."""
-        delta = self.step_ms["unprofiled_delta_pct" if self.step_ms["verdict_basis"] != "profiled" else "delta_pct"]
-        return None if delta is None else float(delta)
+        step = self.step_ms
+        if step.verdict_basis != "profiled" and step.unprofiled is not None:
+            return step.unprofiled.delta_pct
+        return step.delta_pct
 
     def regressed_beyond(self, pct: float) -> bool:
         """The CI gate: a regression verdict with the step time worse by more than ``pct`` percent (on the
@@ -107,42 +144,44 @@ def diff(baseline: Analysis, candidate: Analysis, noise_floor_pct: float = NOISE
     if basis == "nvtx" and base_basis != cand_basis:
         base_times = baseline.step_stats["duration_ns"].to_numpy(dtype=float)
         cand_times = candidate.step_stats["duration_ns"].to_numpy(dtype=float)
-    step: dict[str, float | str | None] = dict.fromkeys(("baseline", "candidate", "delta", "delta_pct", "noise_pct"))
-    step["basis"] = basis
     verdict = "inconclusive"
+    measured = StepTimes(None, None, None, None, None, basis, "profiled", verdict, None)
     if len(base_times) and len(cand_times):
         b, c = float(np.median(base_times)) / 1e6, float(np.median(cand_times)) / 1e6
         noise = max(noise_floor_pct, noise_pct(base_times), noise_pct(cand_times))
         delta_pct = 100 * (c - b) / b if b > 0 else None
-        step.update(
+        if not reasons and delta_pct is not None:
+            verdict = _verdict(delta_pct, noise)
+        measured = replace(
+            measured,
             baseline=round(b, 6),
             candidate=round(c, 6),
             delta=round(c - b, 6),
             delta_pct=None if delta_pct is None else round(delta_pct, 3),
             noise_pct=round(noise, 3),
+            profiled_verdict=verdict,
         )
-        if not reasons and delta_pct is not None:
-            verdict = _verdict(delta_pct, noise)
-    step["verdict_basis"] = "profiled"
-    step["profiled_verdict"] = verdict  # what the profiled steps alone say, whichever basis the verdict takes
+    verdict_basis, unprofiled = "profiled", None
     base_if, cand_if = baseline.what_if, candidate.what_if
-    if base_if is not None and cand_if is not None and step["noise_pct"] is not None:
+    if base_if is not None and cand_if is not None and measured.noise_pct is not None:
         b, c = base_if.unprofiled_step_ns / 1e6, cand_if.unprofiled_step_ns / 1e6
         unprofiled_pct = 100 * (c - b) / b if b > 0 else None
         calibrated = base_if.calibrated and cand_if.calibrated
-        step.update(
-            unprofiled_baseline=round(b, 6),
-            unprofiled_candidate=round(c, 6),
-            unprofiled_delta_pct=None if unprofiled_pct is None else round(unprofiled_pct, 3),
-            unprofiled_calibrated=calibrated,
-            unprofiled_noise_pct=None,
-        )
+        unprofiled_noise = None
         if calibrated and unprofiled_pct is not None and not reasons:
             runs = (w.calibrated_steps_ns for w in (base_if, cand_if) if w.calibrated_steps_ns is not None)
-            unprofiled_noise = max(noise_floor_pct, *(noise_pct(steps) for steps in runs))
-            step["unprofiled_noise_pct"] = round(unprofiled_noise, 3)
-            verdict = _verdict(unprofiled_pct, unprofiled_noise)
-            step["verdict_basis"] = "unprofiled (calibrated)"
+            noise_unprofiled = max(noise_floor_pct, *(noise_pct(steps) for steps in runs))
+            verdict = _verdict(unprofiled_pct, noise_unprofiled)
+            unprofiled_noise = round(noise_unprofiled, 3)
+            verdict_basis = "unprofiled (calibrated)"
+        unprofiled = UnprofiledStepTimes(
+            baseline=round(b, 6),
+            candidate=round(c, 6),
+            delta_pct=None if unprofiled_pct is None else round(unprofiled_pct, 3),
+            calibrated=calibrated,
+            noise_pct=unprofiled_noise,
+        )
+    step = replace(measured, verdict_basis=verdict_basis, unprofiled=unprofiled)
     return Diff(
         baseline=baseline,
         candidate=candidate,
@@ -160,10 +199,9 @@ def _verdict(delta_pct: float, noise_pct: float) -> str:
     return "regression" if delta_pct > noise_pct else "improvement" if delta_pct < -noise_pct else "no-change"
 
 
-def _per_step_pair(baseline: Analysis, candidate: Analysis, key: str) -> dict[str, float | None]:
-    values = [a.totals[key] / a.steps.count / 1e6 if a.steps.count else None for a in (baseline, candidate)]
-    delta = None if None in values else values[1] - values[0]  # type: ignore[operator]
-    return {"baseline": values[0], "candidate": values[1], "delta": delta}
+def _per_step_pair(baseline: Analysis, candidate: Analysis, key: str) -> Change:
+    before, after = (a.totals[key] / a.steps.count / 1e6 if a.steps.count else None for a in (baseline, candidate))
+    return Change(before, after, None if before is None or after is None else after - before)
 
 
 def _sites(analysis: Analysis) -> pd.DataFrame:

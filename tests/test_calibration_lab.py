@@ -106,13 +106,13 @@ def test_of_two_syncs_that_wait_for_the_same_work_neither_alone_saves_and_both_d
 @pytest.mark.slow
 def test_diff_of_calibrated_runs_judges_on_the_unprofiled_prediction():
     result = diff(lab("w_two_healthy", True), lab("w_two_degraded", True))
-    assert result.step_ms["verdict_basis"] == "unprofiled (calibrated)"
+    assert result.step_ms.verdict_basis == "unprofiled (calibrated)"
     assert result.verdict == "regression"
     # the calibration runs measured 2.98 and 3.97 ms a step (within the runs' spread of the README)
-    assert result.step_ms["unprofiled_baseline"] == pytest.approx(2.98, abs=0.05)
-    assert result.step_ms["unprofiled_candidate"] == pytest.approx(3.97, abs=0.05)
+    assert result.step_ms.unprofiled.baseline == pytest.approx(2.98, abs=0.05)
+    assert result.step_ms.unprofiled.candidate == pytest.approx(3.97, abs=0.05)
     uncalibrated = diff(lab("w_two_healthy", False), lab("w_two_degraded", False))
-    assert uncalibrated.step_ms["verdict_basis"] == "profiled"
+    assert uncalibrated.step_ms.verdict_basis == "profiled"
 
 
 def test_a_diff_that_cannot_judge_still_says_its_predictions_are_calibrated():
@@ -121,6 +121,6 @@ def test_a_diff_that_cannot_judge_still_says_its_predictions_are_calibrated():
     from nsync.render.diff import headline
 
     result = diff(lab("w_two_healthy", True), lab("w_print_degraded", True))
-    assert result.verdict == "inconclusive" and result.step_ms["verdict_basis"] == "profiled"
-    assert result.step_ms["unprofiled_calibrated"] is True
+    assert result.verdict == "inconclusive" and result.step_ms.verdict_basis == "profiled"
+    assert result.step_ms.unprofiled.calibrated is True
     assert "calibrated)" in headline(result) and "uncalibrated" not in headline(result)

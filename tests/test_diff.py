@@ -25,11 +25,11 @@ def test_print_regression_is_found_and_the_print_is_added(h200_analysis):
     result = diff(ok, deg)
     assert (result.verdict, result.reasons) == ("regression", [])
     step = result.step_ms
-    assert step["basis"] == "gpu"
+    assert step.basis == "gpu"
     # fixtures/h200/README.md, timed by the program itself under the profiler: healthy 2.83, degraded 3.52 ms
-    assert step["baseline"] == pytest.approx(2.83, rel=0.02)
-    assert step["candidate"] == pytest.approx(3.52, rel=0.02)
-    assert step["delta"] == pytest.approx(3.52 - 2.83, abs=0.07)
+    assert step.baseline == pytest.approx(2.83, rel=0.02)
+    assert step.candidate == pytest.approx(3.52, rel=0.02)
+    assert step.delta == pytest.approx(3.52 - 2.83, abs=0.07)
     site = json.loads(render_diff_json(result))["callsites"][0]
     assert (Path(site["file"]).name, site["line"], site["function"], site["status"]) == (
         "w_print.py",
@@ -48,7 +48,7 @@ def test_reverse_order_is_an_improvement_and_a_run_against_itself_no_change(h200
     assert reverse.verdict == "improvement"
     assert reverse.callsites.iloc[0]["status"] == "removed"
     same = diff(deg, deg)
-    assert same.verdict == "no-change" and same.step_ms["delta"] == 0
+    assert same.verdict == "no-change" and same.step_ms.delta == 0
     assert set(same.callsites["status"]) == {"unchanged"}
 
 

@@ -30,10 +30,10 @@ def capture(pair: str, mode: str) -> Analysis:
 def test_the_profiled_steps_alone_see_no_regression_and_the_calibrated_diff_finds_it():
     result = diff(capture("2", "healthy"), capture("2", "degraded"))
     step = result.step_ms
-    assert abs(float(step["delta_pct"])) <= float(step["noise_pct"])  # the profiler hid it: +1.9 %, noise 2 %
-    assert result.verdict == "regression" and step["verdict_basis"] == "unprofiled (calibrated)"
-    assert float(step["unprofiled_delta_pct"]) == pytest.approx(MEASURED_PCT, abs=2.0)  # 7.2 against 7.8
-    assert step["profiled_verdict"] == "no-change"
+    assert abs(float(step.delta_pct)) <= float(step.noise_pct)  # the profiler hid it: +1.9 %, noise 2 %
+    assert result.verdict == "regression" and step.verdict_basis == "unprofiled (calibrated)"
+    assert float(step.unprofiled.delta_pct) == pytest.approx(MEASURED_PCT, abs=2.0)  # 7.2 against 7.8
+    assert step.profiled_verdict == "no-change"
     assert headline(result).endswith("the verdict's basis); under the profiler alone: no-change")
 
 
@@ -43,10 +43,10 @@ def test_a_capture_on_a_slow_moment_turns_the_regression_into_an_improvement_and
     degraded one's, beyond the noise within either capture; the calibration runs still rank them right."""
     result = diff(capture("1", "healthy"), capture("1", "degraded"))
     step = result.step_ms
-    assert float(step["delta_pct"]) < -float(step["noise_pct"])
-    assert result.verdict == "regression" and step["verdict_basis"] == "unprofiled (calibrated)"
-    assert float(step["unprofiled_delta_pct"]) > float(step["unprofiled_noise_pct"])
-    assert step["profiled_verdict"] == "improvement"
+    assert float(step.delta_pct) < -float(step.noise_pct)
+    assert result.verdict == "regression" and step.verdict_basis == "unprofiled (calibrated)"
+    assert float(step.unprofiled.delta_pct) > float(step.unprofiled.noise_pct)
+    assert step.profiled_verdict == "improvement"
 
 
 @pytest.mark.slow

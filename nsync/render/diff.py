@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from nsync.render.markdown import cell, code_span
-from nsync.render.terminal import fitted_table
+from nsync.render.terminal import ISSUED_AT, Column, fitted_table
 from nsync.render.text import fixed, printable_all
 from nsync.report.diff import DiffReport, as_diff_report, diff_report_to_dict
 
@@ -30,26 +30,23 @@ def render_diff_json(source: DiffReport | Diff) -> str:
 def headline(report: DiffReport) -> str:
     step = report.step_ms
     text = f"verdict: {report.verdict}"
-    if step["baseline"] is not None:
+    if step.baseline is not None:
         text += (
-            f"; step {fixed(step['baseline'])} → {fixed(step['candidate'])} ms "  # type: ignore[arg-type]
-            f"({fixed(step['delta_pct'], 1, sign=True)} %, noise {fixed(step['noise_pct'], 1)} %, "  # type: ignore[arg-type]
-            f"{step['basis']} step time under the profiler)"
+            f"; step {fixed(step.baseline)} → {fixed(step.candidate)} ms "
+            f"({fixed(step.delta_pct, 1, sign=True)} %, noise {fixed(step.noise_pct, 1)} %, "
+            f"{step.basis} step time under the profiler)"
         )
-    if step.get("unprofiled_baseline") is not None:
-        noise = step.get("unprofiled_noise_pct")
-        basis = (
-            f", noise {fixed(noise, 1)} % in the calibration runs; the verdict's basis"  # type: ignore[arg-type]
-            if noise is not None
-            else ""
-        )
+    unprofiled = step.unprofiled
+    if unprofiled is not None:
+        noise = unprofiled.noise_pct
+        basis = f", noise {fixed(noise, 1)} % in the calibration runs; the verdict's basis" if noise is not None else ""
         text += (
-            f"; predicted without the profiler {fixed(step['unprofiled_baseline'])} → "  # type: ignore[arg-type]
-            f"{fixed(step['unprofiled_candidate'])} ms ({fixed(step['unprofiled_delta_pct'], 1, sign=True)} %, "  # type: ignore[arg-type]
-            f"{'calibrated' if step['unprofiled_calibrated'] else 'uncalibrated'}{basis})"
+            f"; predicted without the profiler {fixed(unprofiled.baseline)} → "
+            f"{fixed(unprofiled.candidate)} ms ({fixed(unprofiled.delta_pct, 1, sign=True)} %, "
+            f"{'calibrated' if unprofiled.calibrated else 'uncalibrated'}{basis})"
         )
-    if step["verdict_basis"] != "profiled" and step.get("profiled_verdict") != report.verdict:
-        text += f"; under the profiler alone: {step['profiled_verdict']}"
+    if step.verdict_basis != "profiled" and step.profiled_verdict != report.verdict:
+        text += f"; under the profiler alone: {step.profiled_verdict}"
     return text
 
 
@@ -63,8 +60,8 @@ def render_diff_markdown(source: DiffReport | Diff, top: int = 10) -> str:
     ]
     lines += [f"> {cell(reason)}" for reason in report.reasons]
     exposed = report.exposed_idle_ms_per_step
-    if exposed["baseline"] is not None:
-        lines += [f"Exposed idle after syncs: {fixed(exposed['baseline'])} → {fixed(exposed['candidate'])} ms/step", ""]
+    if exposed.baseline is not None:
+        lines += [f"Exposed idle after syncs: {fixed(exposed.baseline)} → {fixed(exposed.candidate)} ms/step", ""]
     sites = [s for s in report.callsites if s.status != "unchanged"][:top]
     if sites:
         lines += [
@@ -91,9 +88,9 @@ def diff_summary(source: DiffReport | Diff, top: int = 10, width: int = 120) -> 
         Text(headline(report), style=VERDICT_STYLE.get(report.verdict, "")),
     ]
     parts += [Text(f"inconclusive because {reason}", style="yellow") for reason in report.reasons]
-    columns = [
+    columns: list[Column] = [
         ("call site", "where", "left"),
-        *([("issued at", "issued", "left")] if report.library_frames(top) else []),
+        *([ISSUED_AT] if report.library_frames(top) else []),
         ("delta\nms/step", "delta", "right"),
         ("status", "status", "left"),
         ("baseline\nms/step", "baseline", "right"),

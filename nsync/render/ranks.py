@@ -9,7 +9,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from nsync.render.terminal import fitted_table
+from nsync.render.terminal import Column, fitted_table
 from nsync.render.text import fixed, printable_all
 from nsync.report.ranks import RanksReport
 
@@ -18,7 +18,7 @@ def render_ranks_json(report: RanksReport) -> str:
     return json.dumps(asdict(report), indent=2, allow_nan=False) + "\n"
 
 
-RANK_COLUMNS = [
+RANK_COLUMNS: list[Column] = [
     ("rank", "rank", "right"),
     ("last at\ncollectives", "last", "right"),
     ("late\nms/step", "late", "right"),
@@ -28,7 +28,7 @@ RANK_COLUMNS = [
     ("collectives", "collectives", "right"),
     ("export", "path", "left"),
 ]
-STRAGGLER_COLUMNS = [
+STRAGGLER_COLUMNS: list[Column] = [
     ("rank", "rank", "right"),
     ("call site", "where", "left"),
     ("delay to all ranks\nms/step", "delay", "right"),

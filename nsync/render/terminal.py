@@ -8,13 +8,17 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rich.console import Console, Group
+from rich.console import Console, Group, JustifyMethod
 from rich.table import Table
 from rich.text import Text
 
 from nsync.render.source import source_line
 from nsync.render.text import fixed, printable_all
 from nsync.report.analysis import CallSite, OnceSite, Phase, Report, as_report, where
+
+Column = tuple[str, str, JustifyMethod]  # a table column: its header, its key in the rows, its justification
+ISSUED_AT: Column = ("issued at", "issued", "left")  # the library line that issues a site's sync
+SOURCE_LINE: Column = ("line", "code", "left")
 
 if TYPE_CHECKING:
     from nsync.analysis import Analysis
@@ -89,7 +93,7 @@ def summary(
     outside = report.outside_main_loop[:ONCE_ROWS]
     if outside and steps.count:
         parts.append(Text("syncs outside the main loop, once each: the host's wait in them is the most they cost"))
-        issued = [("issued at", "issued", "left")] if report.library_frames(outside) else []
+        issued = [ISSUED_AT] if report.library_frames(outside) else []
         parts.append(fitted_table([*ONCE_COLUMNS, *issued], [_once_cells(site) for site in outside], width))
     if warnings:
         parts.extend(Text(f"warning: {warning}", style="yellow") for warning in report.warnings)
@@ -140,7 +144,7 @@ def _phase_text(phase: Phase) -> str:
 
 
 ONCE_ROWS = 5
-ONCE_COLUMNS = [
+ONCE_COLUMNS: list[Column] = [
     ("phase", "phase", "left"),
     ("call site", "where", "left"),
     ("host wait\nms", "wait", "right"),
@@ -160,12 +164,12 @@ def _once_cells(site: OnceSite) -> dict[str, str]:
 
 # (header, key of the row's text, justify), most important first. Headers break only where written ("\n");
 # file:line and function names never break.
-def _columns(per_step: bool, library_frames: bool, code: bool) -> list[tuple[str, str, str]]:
+def _columns(per_step: bool, library_frames: bool, code: bool) -> list[Column]:
     unit = "ms/step" if per_step else "ms total"
     return [
         ("#", "rank", "right"),
         ("call site", "where", "left"),
-        *([("issued at", "issued", "left")] if library_frames else []),
+        *([ISSUED_AT] if library_frames else []),
         ("what-if saving\nms/step", "saving", "right"),
         (f"exposed idle\n{unit}", "exposed", "right"),
         ("function", "function", "left"),
@@ -174,7 +178,7 @@ def _columns(per_step: bool, library_frames: bool, code: bool) -> list[tuple[str
         (f"host wait\n{unit}", "wait", "right"),
         ("lead before\nms", "lead", "right"),
         ("count", "count", "right"),
-        *([("line", "code", "left")] if code else []),
+        *([SOURCE_LINE] if code else []),
     ]
 
 
@@ -202,7 +206,7 @@ def _table(report: Report, sites: list[CallSite], code: list[str], per_step: boo
     return None if _width(columns, rows) > width else fitted_table(columns, rows, width)
 
 
-def _width(columns: list[tuple[str, str, str]], rows: list[dict[str, str]]) -> int:
+def _width(columns: list[Column], rows: list[dict[str, str]]) -> int:
     """A rich table's width with edges: each column's widest cell, its padding (2) and rule (1), and the last rule."""
     widths = [
         max([len(line) for line in header.split("\n")] + [len(r[key]) for r in rows]) for header, key, _ in columns
@@ -210,7 +214,7 @@ def _width(columns: list[tuple[str, str, str]], rows: list[dict[str, str]]) -> i
     return sum(widths) + 3 * len(widths) + 1
 
 
-def fitted_table(columns: list[tuple[str, str, str]], rows: list[dict[str, str]], width: int) -> Table:
+def fitted_table(columns: list[Column], rows: list[dict[str, str]], width: int) -> Table:
     """As many of ``columns`` (header, key, justify; most important first) as fit in ``width``, with a caption
     naming those left out. No cell and no header word is ever broken, so that ``grep w_print.py:19`` finds
     its line in any log."""
@@ -222,7 +226,7 @@ def fitted_table(columns: list[tuple[str, str, str]], rows: list[dict[str, str]]
     if left_out:
         table.caption = f"not shown at {width} columns: {', '.join(left_out)} (--json has every figure)"
     for header, _key, justify in columns:
-        table.add_column(header, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+        table.add_column(header, justify=justify, no_wrap=True)
     for row in rows:
         table.add_row(*(Text(row[key]) for _header, key, _ in columns))
     return table

@@ -7,6 +7,7 @@ import math
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from nsync.diff import SCHEMA, Change, StepTimes
 from nsync.report.analysis import Timeline, ns_to_ms, timeline_of, where
 
 if TYPE_CHECKING:
@@ -48,9 +49,9 @@ class DiffReport:
     reasons: list[str]
     baseline: DiffSide
     candidate: DiffSide
-    step_ms: dict[str, float | str | bool | None]
-    gpu_idle_ms_per_step: dict[str, float | None]
-    exposed_idle_ms_per_step: dict[str, float | None]
+    step_ms: StepTimes
+    gpu_idle_ms_per_step: Change
+    exposed_idle_ms_per_step: Change
     callsites: list[DiffSite]  # sorted by the size of the delta
     # not written out: the noise floor the verdict used, and each run's timeline for the HTML
     noise_floor_pct: float
@@ -68,8 +69,6 @@ class DiffReport:
 
 
 def build_diff_report(result: Diff) -> DiffReport:
-    from nsync.diff import SCHEMA
-
     rows = result.callsites.astype({"line_b": float, "line_c": float}).to_dict("records")
     return DiffReport(
         schema=SCHEMA,
@@ -77,9 +76,9 @@ def build_diff_report(result: Diff) -> DiffReport:
         reasons=list(result.reasons),
         baseline=_side(result.baseline),
         candidate=_side(result.candidate),
-        step_ms=dict(result.step_ms),
-        gpu_idle_ms_per_step=dict(result.gpu_idle_ms_per_step),
-        exposed_idle_ms_per_step=dict(result.exposed_idle_ms_per_step),
+        step_ms=result.step_ms,
+        gpu_idle_ms_per_step=result.gpu_idle_ms_per_step,
+        exposed_idle_ms_per_step=result.exposed_idle_ms_per_step,
         callsites=[_site(row) for row in rows],
         noise_floor_pct=result.noise_floor_pct,
         timelines=(timeline_of(result.baseline), timeline_of(result.candidate)),
@@ -92,8 +91,13 @@ def as_diff_report(source: DiffReport | Diff) -> DiffReport:
 
 
 def diff_report_to_dict(report: DiffReport) -> dict[str, Any]:
+    """The JSON's content: the step times' prediction without the profiler is written as ``unprofiled_*`` keys
+    of ``step_ms``, present only where both runs have one."""
     data = asdict(replace(report, timelines=(None, None)))  # the timelines are not copied to be dropped
     del data["noise_floor_pct"], data["timelines"]
+    unprofiled = data["step_ms"].pop("unprofiled")
+    if unprofiled is not None:
+        data["step_ms"].update({f"unprofiled_{key}": value for key, value in unprofiled.items()})
     return data
 
 
