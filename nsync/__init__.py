@@ -1,9 +1,17 @@
 """nsync: which line of my Python makes the GPU wait, and how much does it cost?
 
-Library first: ``nsync.analyze(path) -> Analysis``; ``nsync.build_report(analysis) -> Report`` holds every
-figure the renderers print (and what ``--json`` writes; ``nsync.read_report`` reads it back); each renderer
-takes a Report (or an Analysis, whose Report it builds). Modules load on first use, so ``nsync --help``
-stays fast.
+Library first; each command is a function:
+
+    >>> analysis = nsync.analyze("run.sqlite")                      # nsync analyze
+    >>> nsync.write(analysis, "run.html")                           # --html (also .json, .md, .db)
+    >>> change = nsync.diff(nsync.analyze("a.sqlite"), nsync.analyze("b.sqlite"))  # nsync diff
+    >>> ranks = nsync.analyze_ranks([Path("run/")])                 # nsync ranks
+    >>> result = nsync.profile(["python3", "train.py"], nsync.CaptureOptions(out_dir=Path("out"), name="train"))
+
+``nsync.build_report(analysis) -> Report`` holds every figure the renderers print (and what ``--json``
+writes; ``nsync.read_report`` reads it back); every renderer takes any report (an analysis's, a diff's, the
+ranks'), or the analysis or diff whose report it builds. Modules load on first use, so ``nsync --help`` stays
+fast.
 """
 
 from __future__ import annotations
@@ -14,12 +22,21 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from nsync.analysis import Analysis, analyze
     from nsync.config import AnalysisConfig
+    from nsync.diff import Diff, diff
     from nsync.errors import EXIT_CODES, NsyncError, NsysError, TraceError, UsageError
     from nsync.load import Trace, load_trace
+    from nsync.nsys import CaptureOptions
+    from nsync.nsys.window import CaptureWindow
+    from nsync.profile import ProfileResult, profile
+    from nsync.ranks import analyze_ranks
     from nsync.render.html import render_html
+    from nsync.render.json import render_json
     from nsync.render.markdown import render_markdown
     from nsync.render.terminal import render_terminal, summary
-    from nsync.report.analysis import Report, build_report, read_report, render_json, report_to_dict
+    from nsync.render.write import write
+    from nsync.report import AnyReport, DiffReport, RanksReport
+    from nsync.report.analysis import Report, build_report, read_report, report_to_dict
+    from nsync.report.diff import build_diff_report
 
 # Every name loads on first use: `import nsync` runs almost nothing, so that the command's own Ctrl-C
 # handling (nsync/__main__.py) is in place before any real work starts.
@@ -38,27 +55,50 @@ _LAZY = {
     "build_report": "nsync.report.analysis",
     "read_report": "nsync.report.analysis",
     "report_to_dict": "nsync.report.analysis",
-    "render_json": "nsync.report.analysis",
+    "render_json": "nsync.render.json",
     "render_markdown": "nsync.render.markdown",
     "render_html": "nsync.render.html",
     "render_terminal": "nsync.render.terminal",
     "summary": "nsync.render.terminal",
+    "write": "nsync.render.write",
+    "Diff": "nsync.diff",
+    "diff": "nsync.diff",
+    "DiffReport": "nsync.report",
+    "RanksReport": "nsync.report",
+    "AnyReport": "nsync.report",
+    "build_diff_report": "nsync.report.diff",
+    "analyze_ranks": "nsync.ranks",
+    "profile": "nsync.profile",
+    "ProfileResult": "nsync.profile",
+    "CaptureOptions": "nsync.nsys",
+    "CaptureWindow": "nsync.nsys.window",
 }
 
 __all__ = [
     "EXIT_CODES",
     "Analysis",
     "AnalysisConfig",
+    "AnyReport",
+    "CaptureOptions",
+    "CaptureWindow",
+    "Diff",
+    "DiffReport",
     "NsyncError",
     "NsysError",
+    "ProfileResult",
+    "RanksReport",
     "Report",
     "Trace",
     "TraceError",
     "UsageError",
     "__version__",
     "analyze",
+    "analyze_ranks",
+    "build_diff_report",
     "build_report",
+    "diff",
     "load_trace",
+    "profile",
     "read_report",
     "render_html",
     "render_json",
@@ -66,6 +106,7 @@ __all__ = [
     "render_terminal",
     "report_to_dict",
     "summary",
+    "write",
 ]
 
 

@@ -7,7 +7,6 @@ import functools
 import gc
 import io
 import os
-import sqlite3
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -599,7 +598,6 @@ def ranks_command(
     EXPORT... are the ranks' SQLite exports (.sqlite or .sqlite.xz), or folders of them: one export per rank
     (nsys profile -o run/rank%q{RANK})."""
     from nsync.ranks import analyze_ranks
-    from nsync.render.ranks import ranks_summary, render_ranks_json
 
     outputs = Outputs(json=json_path)
     outputs.check()
@@ -609,11 +607,7 @@ def ranks_command(
     with err.status("starting Dask", spinner="dots") as status:
         report = analyze_ranks(exports, config, scheduler, workers, progress=progress(status))
     report = dataclasses.replace(report, warnings=[in_flags(w) for w in report.warnings])
-    writers: dict[str, Writer] = {"--json": lambda path: write_text(path, render_ranks_json(report))}
-    complete = _finish(
-        outputs, writers, lambda: render_ranks_json(report), lambda width: ranks_summary(report, top, width)
-    )
-    if not complete:
+    if not _finish(outputs, report, top):
         raise typer.Exit(1)
 
 
@@ -657,8 +651,6 @@ def diff_command(
     BASELINE is the healthy or reference run, CANDIDATE the run to judge (each an SQLite export or an
     .nsys-rep)."""
     from nsync.diff import diff
-    from nsync.render.diff import diff_summary, render_diff_json, render_diff_markdown
-    from nsync.report.diff import build_diff_report
 
     outputs = Outputs(json=json_path, html=html_path, markdown=markdown_path)
     outputs.check(baseline)
@@ -678,21 +670,7 @@ def diff_command(
             calibration=_calibration(candidate, calibrate),
         )
     result = diff(base, cand)
-    report = build_diff_report(result)
-
-    def html(path: Path) -> None:
-        from nsync.render.html import render_diff_html
-
-        write_text(path, render_diff_html(report))
-
-    writers: dict[str, Writer] = {
-        "--html": html,
-        "--markdown": lambda path: write_text(path, render_diff_markdown(report, top)),
-        "--json": lambda path: write_text(path, render_diff_json(report)),
-    }
-    complete = _finish(
-        outputs, writers, lambda: render_diff_json(report), lambda width: diff_summary(report, top, width)
-    )
+    complete = _finish(outputs, nsync.build_diff_report(result), top)
     if fail_on_regression is not None and result.verdict == "inconclusive":
         why = "; ".join(result.reasons) or "the verdict is inconclusive"
         _cannot_judge("--fail-on-regression cannot judge these runs", printable(why), pass_inconclusive)
@@ -761,9 +739,6 @@ class Outputs:
                 raise UsageError(f"--db {error}") from None
 
 
-Writer = Callable[[Path], None]
-
-
 def _same_file(path: Path, other: Path) -> bool:
     """Whether two paths name one file; a path that cannot be resolved (a loop of symbolic links) is an error."""
     try:
@@ -786,75 +761,58 @@ def _emit(
     syncs. False when a file could not be written."""
     report = dataclasses.replace(report, warnings=[in_flags(warning) for warning in report.warnings])
     search = [Path(report.trace.path).resolve().parent, Path.cwd(), *(source_dirs or [])]
-    writers: dict[str, Writer] = {
-        "--html": lambda path: _write_html(report, path, source_dirs),
-        "--markdown": lambda path: write_text(path, nsync.render_markdown(report, top)),
-        "--json": lambda path: write_text(path, nsync.render_json(report)),
-    }
-    if analysis is not None:
-        writers["--db"] = lambda path: _write_db(analysis, path)
 
     def summary(width: int) -> object:
         if quiet:
             return printable(f"verdict: {report.verdict.text}" if report.verdict else "verdict: none (no prediction)")
         return nsync.summary(report, top, width, search, warnings=False, verbose=verbose)
 
-    complete = _finish(outputs, writers, stdout_json=lambda: nsync.render_json(report), summary=summary)
+    complete = _finish(outputs, report, top, source_dirs, analysis, summary)
     for warning in [] if quiet else report.warnings:
         err.print(f"nsync: {'note' if report.status != 'ok' else 'warning'}: {printable(warning)}", markup=False)
     return complete
 
 
+FORMAT_OF = {"--json": "json", "--html": "html", "--markdown": "markdown", "--db": "db"}
+
+
 def _finish(
     outputs: Outputs,
-    writers: dict[str, Writer],
-    stdout_json: Callable[[], str],
-    summary: Callable[[int], object],
+    report: AnyReport,
+    top: int,
+    source_dirs: list[Path] | None = None,
+    analysis: nsync.Analysis | None = None,
+    summary: Callable[[int], object] | None = None,
 ) -> bool:
-    """Write each requested file (one that fails keeps no other from being written), then JSON on stdout or
-    the terminal summary. False when a file could not be written (each failure said on stderr)."""
+    """Write each requested file (one that fails keeps no other from being written; the database from the
+    ``analysis``), then JSON on stdout or the terminal summary. False when a file could not be written (each
+    failure said on stderr)."""
     written, failed = [], []
     for flag, path in outputs.files():
         try:
-            writers[flag](path)
+            with err.status(f"rendering {flag[2:]}", spinner="dots"):
+                format = FORMAT_OF[flag]
+                source = analysis if format == "db" and analysis is not None else report
+                nsync.write(source, path, format, top=None if format == "html" else top, source_dirs=source_dirs)
             written.append(path)
         except NsyncError as error:  # noqa: PERF203 -- a few files, each failure reported
             failed.append(str(error))
+    show = summary or (lambda width: nsync.summary(report, top, width))
     if outputs.json == "-":
-        sys.stdout.write(stdout_json())
+        sys.stdout.write(nsync.render_json(report))
     elif sys.stdout.isatty():
         terminal = StdoutConsole(highlight=False, width=_width())
-        terminal.print(summary(terminal.width))
+        terminal.print(show(terminal.width))
     else:  # a pipe or a CI log: plain text, and no line padded with the spaces rich leaves where it wraps
         buffer = io.StringIO()
         plain = Console(file=buffer, highlight=False, width=_width(), color_system=None)
-        plain.print(summary(plain.width))
+        plain.print(show(plain.width))
         sys.stdout.write("".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines()))
     for path in written:
         err.print(f"nsync: wrote {path}", markup=False)
     for message in failed:
         sys.stderr.write(f"nsync: error: {printable(message)}\n")
     return not failed
-
-
-def _write_html(result: nsync.Report, path: Path, source_dirs: list[Path] | None) -> None:
-    with err.status("rendering HTML report", spinner="dots"):
-        try:
-            page = nsync.render_html(result, source_dirs=source_dirs)
-        except ModuleNotFoundError as error:  # an incomplete install: say what to add
-            raise UsageError(
-                f"the HTML report needs {error.name}, which is not installed: pip install {error.name}"
-            ) from error
-        write_text(path, page)
-
-
-def _write_db(result: nsync.Analysis, path: Path) -> None:
-    from nsync.render.database import write_database
-
-    try:
-        write_database(result, path)
-    except (OSError, sqlite3.Error) as error:
-        raise NsyncError(f"cannot write {path}: {error}") from error
 
 
 def parse_window(text: str | None) -> tuple[float, float | None] | None:
@@ -916,13 +874,6 @@ def parse_size(text: str) -> int:
     return int(value)
 
 
-def write_text(path: Path, text: str) -> None:
-    try:
-        path.write_text(text, encoding="utf-8")
-    except OSError as error:
-        raise NsyncError(f"cannot write {path}: {error.strerror}") from error
-
-
 # The base of click's usage errors, from a public typer name: typer 0.26+ vendors click, older ones use it.
 if TYPE_CHECKING:
     from click import ClickException
@@ -930,6 +881,7 @@ if TYPE_CHECKING:
 
     from nsync.calibration import Calibration
     from nsync.nsys.window import CaptureWindow
+    from nsync.report import AnyReport
 else:  # click comes with typer: found through typer's own classes, not imported as a dependency of nsync's
     ClickException = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
 

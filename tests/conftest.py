@@ -206,3 +206,10 @@ def _session_names(pid: int) -> list[str]:
     except OSError:
         return []
     return [w.split("=", 1)[1] for w in words if w.startswith("--session-name=") and w[-1:].isdigit()]
+
+
+def interruptible() -> None:
+    """In the child (``preexec_fn``): SIGINT back to its default, which a suite started in the background has
+    ignored (and an ignored SIGINT is inherited, so Python would install no KeyboardInterrupt handler at all:
+    a Ctrl-C test then fails only when the suite runs in the background)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -118,7 +118,7 @@ def test_diff_of_calibrated_runs_judges_on_the_unprofiled_prediction():
 def test_a_diff_that_cannot_judge_still_says_its_predictions_are_calibrated():
     """Two calibrated runs of different programs: no verdict, so the profiled basis, and yet both
     predictions were fitted to their calibration runs, and the headline says so."""
-    from nsync.render.diff import headline
+    from nsync.render.text import diff_headline as headline
 
     result = diff(lab("w_two_healthy", True), lab("w_print_degraded", True))
     assert result.verdict == "inconclusive" and result.step_ms.verdict_basis == "profiled"

@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from nsync import render_html, render_json, render_markdown
 from nsync.diff import compare_callsites, diff
-from nsync.render.diff import render_diff_json, render_diff_markdown
-from nsync.render.html import render_diff_html
 from tests.browser import load, needs_chromium
 from tests.tracebuilder import TraceBuilder
 
@@ -30,7 +29,7 @@ def test_print_regression_is_found_and_the_print_is_added(h200_analysis):
     assert step.baseline == pytest.approx(2.83, rel=0.02)
     assert step.candidate == pytest.approx(3.52, rel=0.02)
     assert step.delta == pytest.approx(3.52 - 2.83, abs=0.07)
-    site = json.loads(render_diff_json(result))["callsites"][0]
+    site = json.loads(render_json(result))["callsites"][0]
     assert (Path(site["file"]).name, site["line"], site["function"], site["status"]) == (
         "w_print.py",
         19,
@@ -136,7 +135,7 @@ def test_cli_gate_exit_codes_and_outputs(tmp_path, h200):
 @needs_chromium
 def test_diff_html_loads_in_chromium(h200_analysis, tmp_path):
     page = tmp_path / "diff.html"
-    page.write_text(render_diff_html(diff(h200_analysis("print_ok"), h200_analysis("print_deg"))))
+    page.write_text(render_html(diff(h200_analysis("print_ok"), h200_analysis("print_deg"))))
     dom, console = load(page)
     assert console == []
     assert 'id="verdict"' in dom and "regression" in dom
@@ -145,7 +144,7 @@ def test_diff_html_loads_in_chromium(h200_analysis, tmp_path):
 
 
 def test_markdown_of_a_no_change_diff(h200_analysis):
-    text = render_diff_markdown(diff(h200_analysis("print_ok"), h200_analysis("print_ok")))
+    text = render_markdown(diff(h200_analysis("print_ok"), h200_analysis("print_ok")))
     # a run against itself: the same step on both sides (2.83 ms under the profiler, fixtures/h200/README.md),
     # no change, and the noise floor (2 %) since its own spread is smaller
     found = re.search(

@@ -13,7 +13,7 @@ from nsync import analyze
 from nsync.analysis import Analysis
 from nsync.calibration import beside, read_calibration
 from nsync.diff import diff
-from nsync.render.diff import headline
+from nsync.render.text import diff_headline as headline
 from tests.test_cli import run
 
 HIDDEN = Path(__file__).resolve().parents[1] / "fixtures" / "h200" / "hidden"

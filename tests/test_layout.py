@@ -144,10 +144,10 @@ def test_a_page_without_cuda_says_why_once(tmp_path: Path) -> None:
 
 
 def test_the_diff_panels_both_have_time_axes(h200_analysis) -> None:
+    from nsync import render_html
     from nsync.diff import diff
-    from nsync.render.html import render_diff_html
 
-    page = render_diff_html(diff(h200_analysis("print_ok"), h200_analysis("print_deg")))
+    page = render_html(diff(h200_analysis("print_ok"), h200_analysis("print_deg")))
     figures = figures_of(page)
     assert sorted(figures) == ["timeline-baseline", "timeline-candidate"]
     assert all("ms from" in f["layout"]["xaxis"]["title"]["text"] for f in figures.values())

@@ -18,6 +18,7 @@ from nsync.errors import NsysError
 from nsync.load.model import Frame
 from nsync.nsys.capture import export_sqlite
 from nsync.nsys.locate import describe, find_nsys
+from tests.conftest import interruptible
 from tests.test_cli import NSYNC, ROOT, assert_one_line_error, run
 from tests.test_real_nsys import needs_nsys
 from tests.tracebuilder import TraceBuilder
@@ -99,12 +100,6 @@ def test_a_reader_that_goes_away_ends_the_command_quietly() -> None:
         proc.stdout.close()  # like `| true`: the reader is gone before a byte is written
         _, errors = proc.communicate(timeout=120)
         assert proc.returncode == 0 and "Error" not in errors and "Traceback" not in errors
-
-
-def interruptible() -> None:
-    """In the child: SIGINT back to its default, which a suite started in the background has ignored (and an
-    ignored SIGINT is inherited, so Python would install no KeyboardInterrupt handler at all)."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def test_a_ctrl_c_python_cannot_raise_ends_the_command_too() -> None:

@@ -17,7 +17,7 @@ from nsync.nsys import CaptureOptions, find_nsys, hang, locate, profile_flags
 from nsync.nsys.hang import session_agents
 from nsync.nsys.leftovers import stale_session_state
 from nsync.nsys.locate import describe
-from tests.conftest import remove_stale_nsys_state
+from tests.conftest import interruptible, remove_stale_nsys_state
 from tests.test_real_nsys import NSYS, needs_nsys
 
 NSYNC = str(Path(sys.executable).parent / "nsync")
@@ -231,6 +231,7 @@ def _start_profile(tmp_path: Path, *args: str) -> subprocess.Popen[str]:
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        preexec_fn=interruptible,
     )
     _wait_for(tmp_path / "started.json")
     return proc

@@ -20,12 +20,14 @@ from typing import TYPE_CHECKING
 
 import jinja2
 
-from nsync.errors import NsyncError
+from nsync.errors import NsyncError, UsageError
 from nsync.render.figures import Figure, steps_figure, timeline_figure
 from nsync.render.source import source_context, source_line
-from nsync.render.text import fixed
-from nsync.report.analysis import Report, as_report
-from nsync.report.diff import DiffReport, as_diff_report
+from nsync.render.text import diff_headline, fixed
+from nsync.report import as_any_report
+from nsync.report.analysis import Report
+from nsync.report.diff import DiffReport
+from nsync.report.ranks import RanksReport
 from nsync.version import installed_version
 
 if TYPE_CHECKING:
@@ -87,8 +89,15 @@ def _charts(figures: dict[str, Figure | None]) -> dict[str, str] | None:
     }
 
 
-def render_html(source: Report | Analysis, top: int = 50, source_dirs: list[Path] | None = None) -> str:
-    report = as_report(source)
+def render_html(
+    source: Report | Analysis | DiffReport | Diff | RanksReport, top: int = 50, source_dirs: list[Path] | None = None
+) -> str:
+    """The page of an analysis's report (call sites, timeline, per-step chart) or of a diff's."""
+    report = as_any_report(source)
+    if isinstance(report, DiffReport):
+        return _diff_html(report)
+    if isinstance(report, RanksReport):
+        raise UsageError("a ranks report has no HTML: its JSON or the terminal summary")
     search = [Path(report.trace.path).resolve().parent, Path.cwd(), *(source_dirs or [])]
     sites = report.callsites[:top]
     figures = {"timeline": timeline_figure(report.timeline), "steps": steps_figure(report)}
@@ -109,12 +118,9 @@ def render_html(source: Report | Analysis, top: int = 50, source_dirs: list[Path
     )
 
 
-def render_diff_html(source: DiffReport | Diff) -> str:
+def _diff_html(report: DiffReport) -> str:
     """Headline deltas, the call-site delta table, and one representative step of each run, one above the
     other on the same time scale."""
-    from nsync.render.diff import headline
-
-    report = as_diff_report(source)
     search = [Path(report.candidate.path).resolve().parent, Path(report.baseline.path).resolve().parent, Path.cwd()]
     scale_ms = report.timeline_scale_ms
     figures = {
@@ -126,7 +132,7 @@ def render_diff_html(source: DiffReport | Diff) -> str:
         .get_template("diff.html.j2")
         .render(
             data=report,
-            headline=headline(report),
+            headline=diff_headline(report),
             charts=_charts(figures),
             drawn={name for name, figure in figures.items() if figure is not None},
             version=installed_version(),

@@ -7,12 +7,17 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from nsync.errors import UsageError
 from nsync.render.terminal import ONCE_ROWS
-from nsync.render.text import fixed, printable_all
-from nsync.report.analysis import Report, as_report
+from nsync.render.text import diff_headline, fixed, printable_all
+from nsync.report import as_any_report
+from nsync.report.analysis import Report
+from nsync.report.diff import DiffReport
+from nsync.report.ranks import RanksReport
 
 if TYPE_CHECKING:
     from nsync.analysis import Analysis
+    from nsync.diff import Diff
 
 
 def cell(value: object) -> str:
@@ -25,8 +30,14 @@ def code_span(value: object) -> str:
     return "`" + str(value).replace("`", "'").replace("|", "\\|").replace("\n", " ") + "`"
 
 
-def render_markdown(source: Report | Analysis, top: int = 10) -> str:
-    report = printable_all(replace(as_report(source), timeline=None))  # no control character from the trace
+def render_markdown(source: Report | Analysis | DiffReport | Diff | RanksReport, top: int = 10) -> str:
+    """The Markdown of an analysis's report or of a diff's (a pull-request comment)."""
+    given = as_any_report(source)
+    if isinstance(given, DiffReport):
+        return _diff_markdown(given, top)
+    if isinstance(given, RanksReport):
+        raise UsageError("a ranks report has no Markdown: its JSON or the terminal summary")
+    report = printable_all(replace(given, timeline=None))  # no control character from the trace
     steps, totals = report.steps, report.totals
     lines = [f"### nsync: {cell(Path(report.trace.path).name)}", ""]
     if report.verdict:
@@ -88,4 +99,35 @@ def render_markdown(source: Report | Analysis, top: int = 10) -> str:
             )
     for warning in report.warnings:  # a blank line between them: one quote each, not one merged paragraph
         lines += ["", f"> {cell(warning)}"]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _diff_markdown(source: DiffReport, top: int) -> str:
+    report = printable_all(replace(source, timelines=(None, None)))
+    lines = [
+        f"### nsync diff: {cell(Path(report.baseline.path).name)} → {cell(Path(report.candidate.path).name)}",
+        "",
+        f"**{cell(diff_headline(report))}**",
+        "",
+    ]
+    lines += [f"> {cell(reason)}" for reason in report.reasons]
+    exposed = report.exposed_idle_ms_per_step
+    if exposed.baseline is not None:
+        lines += [f"Exposed idle after syncs: {fixed(exposed.baseline)} → {fixed(exposed.candidate)} ms/step", ""]
+    sites = [s for s in report.callsites if s.status != "unchanged"][:top]
+    if sites:
+        lines += [
+            "| call site | function | status | baseline ms/step | candidate ms/step | delta |",
+            "|---|---|---|---:|---:|---:|",
+        ]
+        lines += [
+            f"| {code_span(s.where)}"
+            f"{' (issued at ' + code_span(s.issued_at) + ')' if s.issued_at else ''} | {cell(s.function)} | "
+            f"{s.status} | "
+            f"{fixed(s.baseline_exposed_idle_ms_per_step)} | {fixed(s.candidate_exposed_idle_ms_per_step)} | "
+            f"{fixed(s.delta_ms_per_step, sign=True)} |"
+            for s in sites
+        ]
+    else:
+        lines.append("No call site changed beyond the noise.")
     return "\n".join(lines).rstrip() + "\n"

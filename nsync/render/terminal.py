@@ -13,8 +13,11 @@ from rich.table import Table
 from rich.text import Text
 
 from nsync.render.source import source_line
-from nsync.render.text import fixed, printable_all
-from nsync.report.analysis import CallSite, OnceSite, Phase, Report, as_report, where
+from nsync.render.text import diff_headline, fixed, printable_all
+from nsync.report import as_any_report
+from nsync.report.analysis import CallSite, OnceSite, Phase, Report, where
+from nsync.report.diff import DiffReport
+from nsync.report.ranks import RanksReport
 
 Column = tuple[str, str, JustifyMethod]  # a table column: its header, its key in the rows, its justification
 ISSUED_AT: Column = ("issued at", "issued", "left")  # the library line that issues a site's sync
@@ -22,10 +25,11 @@ SOURCE_LINE: Column = ("line", "code", "left")
 
 if TYPE_CHECKING:
     from nsync.analysis import Analysis
+    from nsync.diff import Diff
 
 
 def summary(
-    source: Report | Analysis,
+    source: Report | Analysis | DiffReport | Diff | RanksReport,
     top: int = 10,
     width: int = 120,
     search: list[Path] | None = None,
@@ -36,8 +40,14 @@ def summary(
     in names stays inert, and every control character is written as its escape. The call sites as a table
     where every column fits, else one block each; each with its source line where the file is readable
     (``search``: the folders to look in). ``warnings``: end with the report's warnings (the command line
-    prints them on stderr instead). ``verbose``: each call site's whole stack too."""
-    report = printable_all(replace(as_report(source), timeline=None))
+    prints them on stderr instead). ``verbose``: each call site's whole stack too. A diff's report or a ranks'
+    report is summarised as such (their warnings are in them)."""
+    given = as_any_report(source)
+    if isinstance(given, RanksReport):
+        return _ranks_summary(given, top, width)
+    if isinstance(given, DiffReport):
+        return _diff_summary(given, top, width)
+    report = printable_all(replace(given, timeline=None))
     trace, steps, totals = report.trace, report.steps, report.totals
     head = Text()
     head.append("trace: ", style="bold")  # (not "nsync PATH", which reads as a command to type)
@@ -236,3 +246,98 @@ def render_terminal(source: Report | Analysis, top: int = 10, width: int | None 
     console = Console(record=True, width=width or 140, file=io.StringIO(), color_system=None)
     console.print(summary(source, top, console.width))
     return console.export_text()
+
+
+VERDICT_STYLE = {"regression": "bold red", "improvement": "bold green", "no-change": "bold", "inconclusive": "yellow"}
+
+
+def _diff_summary(source: DiffReport, top: int, width: int) -> Group:
+    report = printable_all(replace(source, timelines=(None, None)))
+    parts: list[Text | Table] = [
+        Text(f"nsync diff {report.baseline.path} → {report.candidate.path}"),
+        Text(diff_headline(report), style=VERDICT_STYLE.get(report.verdict, "")),
+    ]
+    parts += [Text(f"inconclusive because {reason}", style="yellow") for reason in report.reasons]
+    columns: list[Column] = [
+        ("call site", "where", "left"),
+        *([ISSUED_AT] if report.library_frames(top) else []),
+        ("delta\nms/step", "delta", "right"),
+        ("status", "status", "left"),
+        ("baseline\nms/step", "baseline", "right"),
+        ("candidate\nms/step", "candidate", "right"),
+        ("function", "function", "left"),
+    ]
+    rows = [
+        {
+            "where": site.where,
+            "issued": site.issued_at or "",
+            "function": str(site.function),
+            "status": site.status,
+            "baseline": fixed(site.baseline_exposed_idle_ms_per_step),
+            "candidate": fixed(site.candidate_exposed_idle_ms_per_step),
+            "delta": fixed(site.delta_ms_per_step, sign=True),
+        }
+        for site in report.callsites[:top]
+    ]
+    if report.callsites:
+        parts.append(fitted_table(columns, rows, width))
+    return Group(*parts)
+
+
+RANK_COLUMNS: list[Column] = [
+    ("rank", "rank", "right"),
+    ("last at\ncollectives", "last", "right"),
+    ("late\nms/step", "late", "right"),
+    ("step\nms", "step", "right"),
+    ("GPU idle\nms/step", "idle", "right"),
+    ("steps", "steps", "right"),
+    ("collectives", "collectives", "right"),
+    ("export", "path", "left"),
+]
+STRAGGLER_COLUMNS: list[Column] = [
+    ("rank", "rank", "right"),
+    ("call site", "where", "left"),
+    ("delay to all ranks\nms/step", "delay", "right"),
+    ("collectives\ndelayed", "count", "right"),
+    ("issued at", "issued", "left"),
+    ("function", "function", "left"),
+]
+
+
+def _ranks_summary(report: RanksReport, top: int, width: int) -> Group:
+    report = printable_all(report)
+    head = Text()
+    head.append("nsync ranks ", style="bold")
+    head.append(f"{len(report.ranks)} ranks, {report.collectives} collectives lined up; the last rank holds the "
+                f"others {fixed(report.held_ms_per_step)} ms per step\n")  # fmt: skip
+    head.append(f"verdict: {report.verdict}\n", style="bold")
+    rows = [
+        {
+            "rank": str(rank.rank),
+            "last": str(rank.last_at),
+            "late": fixed(rank.lateness_ms_per_step),
+            "step": fixed(rank.median_step_ms),
+            "idle": fixed(rank.gpu_idle_ms_per_step),
+            "steps": str(rank.steps),
+            "collectives": str(rank.collectives),
+            "path": rank.path,
+        }
+        for rank in report.ranks
+    ]
+    parts: list[Text | Table] = [head, fitted_table(RANK_COLUMNS, rows, width)]
+    if report.stragglers:
+        parts.append(Text("syncs that make a rank late, by the delay they add to every rank's collectives:"))
+        sites = [
+            {
+                "rank": str(site.rank),
+                "where": site.where,
+                "delay": fixed(site.delay_ms_per_step),
+                "count": str(site.collectives_delayed),
+                "issued": site.issued_at,
+                "function": site.function,
+            }
+            for site in report.stragglers[:top]
+        ]
+        parts.append(fitted_table(STRAGGLER_COLUMNS, sites, width))
+    parts.extend(Text(f"warning: {warning}", style="yellow") for warning in report.warnings)
+    return Group(*parts)

@@ -9,6 +9,11 @@ instead, so that it is seen, not obeyed. (The JSON and the HTML escape what they
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from nsync.report.diff import DiffReport
+
 import dataclasses
 from typing import Any, TypeVar
 
@@ -50,3 +55,27 @@ def _walk(value: Any) -> Any:
     if isinstance(value, dict):
         return {_walk(k): _walk(v) for k, v in value.items()}
     return value
+
+
+def diff_headline(report: DiffReport) -> str:
+    """The diff's verdict in one line, with the step times it rests on (every renderer leads with it)."""
+    step = report.step_ms
+    text = f"verdict: {report.verdict}"
+    if step.baseline is not None:
+        text += (
+            f"; step {fixed(step.baseline)} → {fixed(step.candidate)} ms "
+            f"({fixed(step.delta_pct, 1, sign=True)} %, noise {fixed(step.noise_pct, 1)} %, "
+            f"{step.basis} step time under the profiler)"
+        )
+    unprofiled = step.unprofiled
+    if unprofiled is not None:
+        noise = unprofiled.noise_pct
+        basis = f", noise {fixed(noise, 1)} % in the calibration runs; the verdict's basis" if noise is not None else ""
+        text += (
+            f"; predicted without the profiler {fixed(unprofiled.baseline)} → "
+            f"{fixed(unprofiled.candidate)} ms ({fixed(unprofiled.delta_pct, 1, sign=True)} %, "
+            f"{'calibrated' if unprofiled.calibrated else 'uncalibrated'}{basis})"
+        )
+    if step.verdict_basis != "profiled" and step.profiled_verdict != report.verdict:
+        text += f"; under the profiler alone: {step.profiled_verdict}"
+    return text

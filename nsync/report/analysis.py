@@ -9,7 +9,6 @@ are computed here, in the model's properties, and nowhere else. Times are in the
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import types
 import typing
@@ -727,10 +726,6 @@ def as_report(source: Report | Analysis) -> Report:
 
 def report_to_dict(report: Report) -> dict[str, Any]:
     return asdict(report)
-
-
-def render_json(source: Report | Analysis) -> str:
-    return json.dumps(report_to_dict(as_report(source)), indent=2, allow_nan=False) + "\n"
 
 
 def read_report(path: Path) -> Report:
