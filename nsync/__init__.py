@@ -21,13 +21,13 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from nsync.analysis import Analysis, analyze
+    from nsync.comparison import Diff, diff
     from nsync.config import AnalysisConfig
-    from nsync.diff import Diff, diff
     from nsync.errors import EXIT_CODES, NsyncError, NsysError, TraceError, UsageError
     from nsync.load import Trace, load_trace
     from nsync.nsys import CaptureOptions
     from nsync.nsys.window import CaptureWindow
-    from nsync.profile import ProfileResult, profile
+    from nsync.profiling import ProfileResult, profile
     from nsync.ranks import analyze_ranks
     from nsync.render.html import render_html
     from nsync.render.json import render_json
@@ -61,15 +61,15 @@ _LAZY = {
     "render_terminal": "nsync.render.terminal",
     "summary": "nsync.render.terminal",
     "write": "nsync.render.write",
-    "Diff": "nsync.diff",
-    "diff": "nsync.diff",
+    "Diff": "nsync.comparison",
+    "diff": "nsync.comparison",
     "DiffReport": "nsync.report",
     "RanksReport": "nsync.report",
     "AnyReport": "nsync.report",
     "build_diff_report": "nsync.report.diff",
     "analyze_ranks": "nsync.ranks",
-    "profile": "nsync.profile",
-    "ProfileResult": "nsync.profile",
+    "profile": "nsync.profiling",
+    "ProfileResult": "nsync.profiling",
     "CaptureOptions": "nsync.nsys",
     "CaptureWindow": "nsync.nsys.window",
 }
@@ -115,6 +115,8 @@ def __getattr__(name: str) -> Any:
         from nsync.version import installed_version
 
         return installed_version()
+    if name == "gates":  # a module of functions: nsync.gates.fail_above(...)
+        return importlib.import_module("nsync.gates")
     if name in _LAZY:
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'nsync' has no attribute {name!r}")

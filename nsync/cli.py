@@ -17,10 +17,10 @@ from rich.console import Console
 from typer.core import TyperCommand
 
 import nsync
-from nsync import EXIT_CODES, AnalysisConfig, NsyncError, UsageError
-from nsync.errors import Interrupted
+from nsync import EXIT_CODES, AnalysisConfig, NsyncError, UsageError, gates
+from nsync.errors import CannotJudge, GateFailed, Interrupted
 from nsync.memory import release_freed_memory, tune_allocator
-from nsync.render.text import fixed, printable
+from nsync.render.text import printable
 from nsync.stdio import drop_stdout
 
 app = typer.Typer(
@@ -184,6 +184,9 @@ def reported(command: Callable[..., None]) -> Callable[..., None]:
         except BrokenPipeError:  # the reader went away (`| head`): nothing left to say, and no error
             drop_stdout()
             raise typer.Exit(0) from None
+        except GateFailed as error:  # the gate's verdict, not an error of nsync's
+            sys.stderr.write(f"nsync: {printable(str(error))}\n")
+            raise typer.Exit(error.exit_code) from None
         except NsyncError as error:
             sys.stderr.write(f"nsync: error: {printable(in_flags(str(error)))}\n")
             raise typer.Exit(error.exit_code) from None
@@ -289,7 +292,7 @@ def analyze_command(
         report = nsync.read_report(saved)
         complete = _emit(report, top, outputs, source_dir, quiet=quiet, verbose=verbose)
         if fail_above is not None:
-            _gate(report, fail_above, pass_inconclusive)
+            _gate(lambda: gates.fail_above(report, fail_above), "--fail-above", pass_inconclusive)
         if not complete:
             raise typer.Exit(1)
         return
@@ -311,7 +314,7 @@ def analyze_command(
     report = nsync.build_report(result)
     complete = _emit(report, top, outputs, source_dir, result, quiet=quiet, verbose=verbose)
     if fail_above is not None:
-        _gate(report, fail_above, pass_inconclusive)
+        _gate(lambda: gates.fail_above(report, fail_above), "--fail-above", pass_inconclusive)
     if not complete:
         raise typer.Exit(1)
 
@@ -331,30 +334,16 @@ def _calibration(trace: Path, use: bool, explicit: Path | None = None) -> Calibr
     return calibration
 
 
-def _gate(report: nsync.Report, fail_above_pct: float, pass_inconclusive: bool) -> None:
-    """--fail-above: exit 3 above the threshold, 1 without a prediction (a gate never passes unknowingly,
-    unless --pass-inconclusive)."""
-    verdict = report.verdict
-    if verdict is None:
-        reason = next((w for w in report.warnings if "what-if" in w), "no steps, so no what-if prediction")
-        _cannot_judge("--fail-above cannot gate this trace", printable(in_flags(reason)), pass_inconclusive)
-        return
-    if verdict.share_pct > fail_above_pct:
-        err.print(
-            f"nsync: fixing {printable(verdict.site or 'all the syncs of a step')} is predicted to save "
-            f"{fixed(verdict.share_pct, 1)} % of a step (> {fail_above_pct:g} %)",
-            markup=False,
-        )
-        raise typer.Exit(3)
-
-
-def _cannot_judge(what: str, why: str, pass_inconclusive: bool) -> None:
-    """A gate that cannot judge: a failure (exit 1) in one line, or, when asked, a pass said as much."""
-    if pass_inconclusive:
-        err.print(f"nsync: {what} ({why}): passing, as --pass-inconclusive asks", markup=False)
-        return
-    err.print(f"nsync: error: {what}: {why} (--pass-inconclusive lets it pass)", markup=False)
-    raise typer.Exit(1)
+def _gate(check: Callable[[], None], flag: str, pass_inconclusive: bool) -> None:
+    """Run a CI gate (nsync.gates): exit 3 when it fails (said by ``reported``), 1 when it cannot judge, unless
+    --pass-inconclusive lets that pass (said as much)."""
+    try:
+        check()
+    except CannotJudge as error:
+        if not pass_inconclusive:
+            raise CannotJudge(f"{flag} {error.what}", f"{error.why} (--pass-inconclusive lets it pass)") from None
+        why = printable(in_flags(error.why))
+        err.print(f"nsync: {flag} {error.what} ({why}): passing, as --pass-inconclusive asks", markup=False)
 
 
 @app.command(
@@ -485,7 +474,7 @@ def profile_command(
     program runs 10 optimizer steps, nsys captures the next 40, and the program is then ended: once without
     the profiler first (the calibration run), then under nsys."""
     from nsync.nsys import CaptureOptions
-    from nsync.profile import build_command, output_name, prepare_output, profile
+    from nsync.profiling import build_command, output_name, prepare_output, profile
 
     if capture_range not in (None, "cudaProfilerApi", "nvtx"):
         raise UsageError(f"--capture-range must be cudaProfilerApi or nvtx, not {capture_range!r}")
@@ -650,7 +639,7 @@ def diff_command(
 
     BASELINE is the healthy or reference run, CANDIDATE the run to judge (each an SQLite export or an
     .nsys-rep)."""
-    from nsync.diff import diff
+    from nsync.comparison import diff
 
     outputs = Outputs(json=json_path, html=html_path, markdown=markdown_path)
     outputs.check(baseline)
@@ -671,16 +660,9 @@ def diff_command(
         )
     result = diff(base, cand)
     complete = _finish(outputs, nsync.build_diff_report(result), top)
-    if fail_on_regression is not None and result.verdict == "inconclusive":
-        why = "; ".join(result.reasons) or "the verdict is inconclusive"
-        _cannot_judge("--fail-on-regression cannot judge these runs", printable(why), pass_inconclusive)
-    elif fail_on_regression is not None and result.regressed_beyond(fail_on_regression):
-        err.print(
-            f"nsync: step time regressed by {fixed(result.verdict_delta_pct, 1)} % (> {fail_on_regression:g} %, "
-            f"{result.step_ms.verdict_basis})",
-            markup=False,
-        )
-        raise typer.Exit(3)
+    if fail_on_regression is not None:
+        threshold = fail_on_regression
+        _gate(lambda: gates.fail_on_regression(result, threshold), "--fail-on-regression", pass_inconclusive)
     if not complete:
         raise typer.Exit(1)
 

@@ -1,16 +1,5 @@
-"""One exception hierarchy; each class carries the exit code the CLI returns for it.
-
-Exit codes (documented in the README, checked by a test):
-
-====  =====================================================================
-0     success (also: a trace with no CUDA activity, reported as such)
-1     unusable input: not SQLite, not an nsys export, truncated, unreadable; or out of memory
-2     usage error: bad option or argument, missing file
-3     ``nsync diff --fail-on-regression``: the candidate regressed
-4     nsys could not be found or failed (``nsync profile``)
-130   interrupted (Ctrl-C)
-====  =====================================================================
-"""
+"""One exception hierarchy; each class carries the exit code the CLI returns for it, one class per documented
+code (:data:`EXIT_CODES`, the one table: the README's copy is checked against it by a test)."""
 
 from __future__ import annotations
 
@@ -35,6 +24,23 @@ class NsysError(NsyncError):
     """nsys is missing or failed."""
 
     exit_code = 4
+
+
+class GateFailed(NsyncError):
+    """A CI gate failed (nsync.gates): the candidate regressed, or a sync costs more than the threshold."""
+
+    exit_code = 3
+
+
+class CannotJudge(NsyncError):
+    """A CI gate that cannot judge its input (no prediction; runs that cannot be compared): ``what`` it cannot
+    do, and ``why``."""
+
+    exit_code = 1
+
+    def __init__(self, what: str, why: str) -> None:
+        super().__init__(f"{what}: {why}")
+        self.what, self.why = what, why
 
 
 class Interrupted(BaseException):

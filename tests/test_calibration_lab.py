@@ -12,7 +12,7 @@ import pytest
 from nsync import analyze
 from nsync.analysis import Analysis
 from nsync.calibration import beside, read_calibration
-from nsync.diff import diff
+from nsync.comparison import diff
 
 H200 = Path(__file__).resolve().parents[1] / "fixtures" / "h200"
 README = H200 / "README.md"

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from nsync import render_html, render_json, render_markdown
-from nsync.diff import compare_callsites, diff
+from nsync.comparison import compare_callsites, diff
 from tests.browser import load, needs_chromium
 from tests.tracebuilder import TraceBuilder
 

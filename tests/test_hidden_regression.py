@@ -12,7 +12,7 @@ import pytest
 from nsync import analyze
 from nsync.analysis import Analysis
 from nsync.calibration import beside, read_calibration
-from nsync.diff import diff
+from nsync.comparison import diff
 from nsync.render.text import diff_headline as headline
 from tests.test_cli import run
 

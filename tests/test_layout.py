@@ -145,7 +145,7 @@ def test_a_page_without_cuda_says_why_once(tmp_path: Path) -> None:
 
 def test_the_diff_panels_both_have_time_axes(h200_analysis) -> None:
     from nsync import render_html
-    from nsync.diff import diff
+    from nsync.comparison import diff
 
     page = render_html(diff(h200_analysis("print_ok"), h200_analysis("print_deg")))
     figures = figures_of(page)

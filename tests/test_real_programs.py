@@ -143,7 +143,7 @@ def test_a_framework_s_three_syncs_under_one_user_line_are_three_rows_naming_the
 
 
 def test_diff_matches_each_library_line_on_its_own(real_analysis):
-    from nsync.diff import diff
+    from nsync.comparison import diff
 
     a = real_analysis("hf_trainer")
     result = diff(a, a)  # the same run on both sides: every call site paired with itself, none crossed

@@ -143,7 +143,7 @@ def test_a_program_shorter_than_its_window_is_captured_whole_and_without_calibra
 def test_a_long_run_that_ends_before_its_window_says_nothing_was_captured(job: Path, monkeypatch) -> None:
     from nsync import NsysError
     from nsync.nsys import CaptureOptions
-    from nsync.profile import profile as profile_run
+    from nsync.profiling import profile as profile_run
 
     monkeypatch.chdir(job)
     monkeypatch.setenv("PYTHONPATH", str(job / "fake"))

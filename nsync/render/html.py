@@ -37,7 +37,7 @@ if TYPE_CHECKING:
         from importlib.abc import Traversable
 
     from nsync.analysis import Analysis
-    from nsync.diff import Diff
+    from nsync.comparison import Diff
 
 PLOTLY_VERSION = "4.1.1"  # the vendored bundle's (nsync/render/vendor/README.md)
 

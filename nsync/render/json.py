@@ -13,7 +13,7 @@ from nsync.report.ranks import RanksReport
 
 if TYPE_CHECKING:
     from nsync.analysis import Analysis
-    from nsync.diff import Diff
+    from nsync.comparison import Diff
 
 
 def render_json(source: Report | Analysis | DiffReport | Diff | RanksReport) -> str:

@@ -17,7 +17,7 @@ from nsync.report.ranks import RanksReport
 
 if TYPE_CHECKING:
     from nsync.analysis import Analysis
-    from nsync.diff import Diff
+    from nsync.comparison import Diff
 
 
 def cell(value: object) -> str:

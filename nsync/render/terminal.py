@@ -25,7 +25,7 @@ SOURCE_LINE: Column = ("line", "code", "left")
 
 if TYPE_CHECKING:
     from nsync.analysis import Analysis
-    from nsync.diff import Diff
+    from nsync.comparison import Diff
 
 
 def summary(

@@ -17,7 +17,7 @@ from nsync.errors import NsyncError, UsageError
 
 if TYPE_CHECKING:
     from nsync.analysis import Analysis
-    from nsync.diff import Diff
+    from nsync.comparison import Diff
     from nsync.report import AnyReport
 
 FORMATS = {".json": "json", ".md": "markdown", ".markdown": "markdown", ".html": "html", ".htm": "html"}

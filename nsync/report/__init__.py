@@ -11,7 +11,7 @@ from nsync.report.ranks import RanksReport
 
 if TYPE_CHECKING:
     from nsync.analysis import Analysis
-    from nsync.diff import Diff
+    from nsync.comparison import Diff
 
 __all__ = ["AnyReport", "DiffReport", "RanksReport", "Report", "as_any_report"]
 
@@ -22,6 +22,6 @@ def as_any_report(source: Report | DiffReport | RanksReport | Analysis | Diff) -
     """What a renderer prints: a report as it is, or the report of the analysis or diff it was given."""
     if isinstance(source, (Report, DiffReport, RanksReport)):
         return source
-    from nsync.diff import Diff  # loaded already where there is one: the caller made it
+    from nsync.comparison import Diff  # loaded already where there is one: the caller made it
 
     return build_diff_report(source) if isinstance(source, Diff) else build_report(source)

@@ -1,4 +1,4 @@
-"""The report of a diff, built once from a :class:`nsync.diff.Diff`: what every diff renderer (terminal,
+"""The report of a diff, built once from a :class:`nsync.comparison.Diff`: what every diff renderer (terminal,
 Markdown, HTML) prints, and, less the two runs' timelines, the JSON (``nsync.diff/1``)."""
 
 from __future__ import annotations
@@ -7,12 +7,12 @@ import math
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from nsync.diff import SCHEMA, Change, StepTimes
+from nsync.comparison import SCHEMA, Change, StepTimes
 from nsync.report.analysis import Timeline, ns_to_ms, timeline_of, where
 
 if TYPE_CHECKING:
     from nsync.analysis import Analysis
-    from nsync.diff import Diff
+    from nsync.comparison import Diff
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,43 @@
+"""The CI gates: a report or a diff judged against a threshold, the verdict raised as the exception whose exit
+code the command returns (GateFailed: 3; CannotJudge: 1, a gate never passes unknowingly).
+
+    >>> nsync.gates.fail_above(nsync.build_report(analysis), pct=5)          # nsync analyze --fail-above 5
+    >>> nsync.gates.fail_on_regression(nsync.diff(base, cand), pct=5)       # nsync diff --fail-on-regression 5
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from nsync.errors import CannotJudge, GateFailed
+from nsync.render.text import fixed
+
+if TYPE_CHECKING:
+    from nsync.comparison import Diff
+    from nsync.report.analysis import Report
+
+
+def fail_above(report: Report, pct: float) -> None:
+    """Raise GateFailed when fixing a sync is predicted to save more than ``pct`` % of a step, CannotJudge when
+    there is no prediction to gate on."""
+    verdict = report.verdict
+    if verdict is None:
+        reason = next((w for w in report.warnings if "what-if" in w), "no steps, so no what-if prediction")
+        raise CannotJudge("cannot gate this trace", reason)
+    if verdict.share_pct > pct:
+        raise GateFailed(
+            f"fixing {verdict.site or 'all the syncs of a step'} is predicted to save {fixed(verdict.share_pct, 1)} % "
+            f"of a step (> {pct:g} %)"
+        )
+
+
+def fail_on_regression(result: Diff, pct: float) -> None:
+    """Raise GateFailed when the candidate regressed by more than ``pct`` % of its step time (on the verdict's
+    basis), CannotJudge when the runs cannot be compared."""
+    if result.verdict == "inconclusive":
+        raise CannotJudge("cannot judge these runs", "; ".join(result.reasons) or "the verdict is inconclusive")
+    if result.regressed_beyond(pct):
+        raise GateFailed(
+            f"step time regressed by {fixed(result.verdict_delta_pct, 1)} % (> {pct:g} %, "
+            f"{result.step_ms.verdict_basis})"
+        )
