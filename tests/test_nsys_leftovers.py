@@ -83,3 +83,14 @@ def test_the_state_of_a_running_nsys_is_not_called_stale(tmp_path: Path, shared_
         running.kill()
         running.wait()
     assert leftovers.stale_session_state() == [shared_memory / "NSys-2022.4.2.1"]
+
+
+def test_a_failed_capture_is_never_answered_with_an_earlier_runs_report(tmp_path: Path, shared_memory: Path) -> None:
+    """Seen in a run of the suite: a second capture to the same name whose nsys failed was "analysed" from the
+    first capture's report (exit 0, 6 steps where the second run had 60)."""
+    earlier = tmp_path / "job.nsys-rep"
+    earlier.write_bytes(b"an earlier capture")
+    options = CaptureOptions(out_dir=tmp_path, name="job")
+    with pytest.raises(NsysError, match=r"^nsys exited with code 1 and wrote no report"):
+        run_capture(describe(_stand_in(tmp_path)), [sys.executable, "-c", "pass"], options, lambda _: None)
+    assert not earlier.exists()

@@ -127,6 +127,8 @@ def run_capture(nsys: Nsys, command: Sequence[str], options: CaptureOptions, say
     flags, notes = profile_flags(nsys, options)
     for note in notes:
         say(f"note: {note}")
+    for earlier in (options.base.with_suffix(".nsys-rep"), options.base.with_suffix(".qdstrm")):
+        earlier.unlink(missing_ok=True)  # an earlier run's, which nsys overwrites: never taken for this run's
     with tempfile.TemporaryDirectory(prefix="nsync-capture-") as scratch:
         if "env-var" in nsys.profile_flags:  # the program sees the TMPDIR it would have had
             flags = [f"--env-var=TMPDIR={os.environ.get('TMPDIR', tempfile.gettempdir())}", *flags]
