@@ -21,7 +21,7 @@ from nsync.excerpt import TimelineExcerpt, timeline_excerpt
 from nsync.keys import dense_codes
 from nsync.load import CallsiteSource, Trace, load_trace
 from nsync.phases import PHASE_COLUMNS, PHASE_SITE_COLUMNS, phase_intervals, phase_table
-from nsync.replay import WhatIf, what_if
+from nsync.replay import ReplaySkipped, WhatIf, what_if
 from nsync.steps import Steps, empty_steps_table, find_steps, gpu_step_times, launched_in_steps
 from nsync.waiting import result
 
@@ -148,10 +148,11 @@ def analyze(
                 "(the calibration run timed " + (", ".join(calibration.intervals_ns) or "nothing") + "): "
                 "predictions are uncalibrated"
             )
-    replayed = what_if(ops, syncs, steps, callsites, config.host_scale, calibrated_steps_ns)
-    predicted = None if isinstance(replayed, str) else replayed
-    if isinstance(replayed, str):  # why it was skipped
-        warnings.append(replayed)
+    predicted: WhatIf | None = None
+    try:
+        predicted = what_if(ops, syncs, steps, callsites, config.host_scale, calibrated_steps_ns)
+    except ReplaySkipped as skipped:
+        warnings.append(str(skipped))
     if predicted is not None:
         callsites = _with_savings(callsites, predicted)
         if predicted.sites_left_out:

@@ -331,6 +331,10 @@ def fit_host_scale(predict: Callable[[float], float], target_ns: float, uncalibr
 REPLAY_AGREES = 2.0  # the replay as captured within this factor of the measured steps, or no what-if
 
 
+class ReplaySkipped(Exception):
+    """Why the what-if was not replayed (said to the user as a warning)."""
+
+
 def what_if(
     ops: pd.DataFrame,
     syncs: pd.DataFrame,
@@ -338,12 +342,12 @@ def what_if(
     callsites: pd.DataFrame,
     host_scale: float,
     calibrated_steps_ns: np.ndarray | None = None,
-) -> WhatIf | str:
-    """Replay each call site of ``callsites`` (its syncs released), and all at once; a reason when skipped.
+) -> WhatIf:
+    """Replay each call site of ``callsites`` (its syncs released), and all at once; ReplaySkipped says why not.
     ``syncs``: every detected sync, with ``site_id``. ``calibrated_steps_ns``: the program's unprofiled steps,
     whose median the host scale is then fitted to (``host_scale`` otherwise)."""
     if steps.count < 2:
-        return "what-if replay needs steps"
+        raise ReplaySkipped("what-if replay needs steps")
     sync_start = syncs["start"].to_numpy(np.int64)
     fits = FIT_REPLAYS if calibrated_steps_ns is not None else 0
     first, stop = replay_span(steps, sync_start, len(callsites) + 3 + fits)
@@ -351,7 +355,7 @@ def what_if(
     window = sync_start[(sync_start >= replayed["start"].iloc[0]) & (sync_start < replayed["end"].iloc[-1])]
     sites_fit = REPLAY_BUDGET // max(len(window), 1) - 3 - fits
     if sites_fit < 1:
-        return (
+        raise ReplaySkipped(
             f"what-if replay skipped: {len(window)} syncs in {stop - first} steps are too many to replay "
             f"(analyse a part of the capture: AnalysisConfig.window_s)"
         )
@@ -363,11 +367,11 @@ def what_if(
 
     as_captured = predict(none, 1.0)
     if not np.isfinite(as_captured):
-        return "what-if replay skipped: the analysed steps hold no GPU work to replay"
+        raise ReplaySkipped("what-if replay skipped: the analysed steps hold no GPU work to replay")
     measured = _median((replayed["end"] - replayed["start"]).to_numpy(np.int64))
     if not measured / REPLAY_AGREES < as_captured < measured * REPLAY_AGREES:
         # the replay of the trace as it is keeps within 6 % of its steps on every real export here
-        return (
+        raise ReplaySkipped(
             f"what-if replay skipped: the trace replayed as captured takes {as_captured / 1e6:.3f} ms a step where "
             f"its steps measure {measured / 1e6:.3f} ms: its GPU rows and its steps disagree (a damaged export?)"
         )
