@@ -22,6 +22,7 @@ from nsync.keys import dense_codes
 from nsync.load import CallsiteSource, Trace, load_trace
 from nsync.phases import PHASE_COLUMNS, PHASE_SITE_COLUMNS, phase_intervals, phase_table
 from nsync.replay import ReplaySkipped, WhatIf, what_if
+from nsync.settings import setting
 from nsync.steps import Steps, empty_steps_table, find_steps, gpu_step_times, launched_in_steps
 from nsync.waiting import result
 
@@ -304,7 +305,7 @@ def _empty_reason(trace: Trace, config: AnalysisConfig) -> str:
         chosen = f"{start:.3f}-{'end' if end is None else f'{end:.3f}'} s"
         return (
             f"the chosen window ({chosen}) holds no GPU work: the capture spans 0.000-{length_s:.3f} s "
-            "(choose another AnalysisConfig.window_s, in seconds from the capture's start)"
+            f"(choose another {setting('AnalysisConfig.window_s')}, in seconds from the capture's start)"
         )
     return NO_CUDA if not trace.has_cuda else NO_GPU_WORK
 

@@ -21,6 +21,7 @@ from nsync import EXIT_CODES, AnalysisConfig, NsyncError, UsageError, gates
 from nsync.errors import CannotJudge, GateFailed, Interrupted
 from nsync.memory import release_freed_memory, tune_allocator
 from nsync.render.text import printable
+from nsync.settings import name_settings
 from nsync.stdio import drop_stdout
 
 app = typer.Typer(
@@ -153,12 +154,6 @@ FLAG_OF_SETTING = {
 }
 
 
-def in_flags(message: str) -> str:
-    for setting, flag in FLAG_OF_SETTING.items():
-        message = message.replace(setting, flag)
-    return message
-
-
 def progress(status: Status, prefix: str = "") -> Callable[[str], None]:
     """A stage's name on the spinner; between stages, the memory the last one freed goes back to the OS (a
     process-wide setting, so the command line's and not the library's)."""
@@ -188,7 +183,7 @@ def reported(command: Callable[..., None]) -> Callable[..., None]:
             sys.stderr.write(f"nsync: {printable(str(error))}\n")
             raise typer.Exit(error.exit_code) from None
         except NsyncError as error:
-            sys.stderr.write(f"nsync: error: {printable(in_flags(str(error)))}\n")
+            sys.stderr.write(f"nsync: error: {printable(str(error))}\n")
             raise typer.Exit(error.exit_code) from None
         except MemoryError:
             sys.stderr.write(
@@ -342,7 +337,7 @@ def _gate(check: Callable[[], None], flag: str, pass_inconclusive: bool) -> None
     except CannotJudge as error:
         if not pass_inconclusive:
             raise CannotJudge(f"{flag} {error.what}", f"{error.why} (--pass-inconclusive lets it pass)") from None
-        why = printable(in_flags(error.why))
+        why = printable(error.why)
         err.print(f"nsync: {flag} {error.what} ({why}): passing, as --pass-inconclusive asks", markup=False)
 
 
@@ -500,7 +495,7 @@ def profile_command(
     config = AnalysisConfig(step_range=step_range)
 
     def say(message: str) -> None:
-        err.print(f"nsync: {printable(in_flags(message))}", markup=False)
+        err.print(f"nsync: {printable(message)}", markup=False)
 
     def release(_stage: str) -> None:  # between the analysis's stages: see progress()
         release_freed_memory()
@@ -595,7 +590,6 @@ def ranks_command(
     )
     with err.status("starting Dask", spinner="dots") as status:
         report = analyze_ranks(exports, config, scheduler, workers, progress=progress(status))
-    report = dataclasses.replace(report, warnings=[in_flags(w) for w in report.warnings])
     if not _finish(outputs, report, top):
         raise typer.Exit(1)
 
@@ -741,7 +735,6 @@ def _emit(
     """The outputs the analysing commands write: files, then JSON on stdout or the terminal summary, then the
     warnings on stderr (``quiet``: the verdict alone, no warnings). The database needs the ``analysis``'s
     syncs. False when a file could not be written."""
-    report = dataclasses.replace(report, warnings=[in_flags(warning) for warning in report.warnings])
     search = [Path(report.trace.path).resolve().parent, Path.cwd(), *(source_dirs or [])]
 
     def summary(width: int) -> object:
@@ -871,6 +864,7 @@ else:  # click comes with typer: found through typer's own classes, not imported
 def run(argv: list[str]) -> int:
     """Run the command line ``argv``; every error is one line on stderr (``nsync: error: ...``)."""
     tune_allocator()
+    name_settings(FLAG_OF_SETTING)  # messages written from now on name the flags
     # A one-shot command makes few reference cycles, and the collector's passes over pandas' objects cost
     # 0.2-0.3 s of a 10 M-row analysis (make bench); memory is handed back when the process ends.
     gc.disable()

@@ -17,6 +17,7 @@ from nsync.config import AnalysisConfig
 from nsync.errors import UsageError
 from nsync.nsys import CaptureOptions, WindowNeverOpened, export_sqlite, find_nsys, run_capture
 from nsync.nsys.window import is_python
+from nsync.settings import setting
 
 Say = Callable[[str], None]
 
@@ -111,7 +112,7 @@ def profile(
         if calibrate:
             tell(
                 "calibration run: the program once without the profiler, to time its own steps "
-                "(profile(calibrate=False) skips it)"
+                f"({setting('profile(calibrate=False)')} skips it)"
             )
             run = run_calibration(command, target, tell, options.window)
             if run is not None:
@@ -139,7 +140,10 @@ def profile(
             f"{options.window.seconds:g} s of it by the clock, with steps found in the trace itself"
         )
     if seen is not None and seen.ended_program:
-        tell("the program was ended after the capture window (CaptureWindow(run_to_end=True) lets it finish)")
+        tell(
+            "the program was ended after the capture window "
+            f"({setting('CaptureWindow(run_to_end=True)')} lets it finish)"
+        )
     elif seen is not None and options.window is not None and seen.opened_by == "steps" and not seen.closed:
         tell(
             f"the program ended after {seen.optimizer_steps} optimizer steps, inside the window: captured steps "
@@ -169,7 +173,10 @@ def _windowed(options: CaptureOptions, command: Sequence[str], tell: Say) -> Cap
     if window is None:
         return options
     if not options.step_marks:
-        tell("note: without step marks (profile(step_marks=False)) there is no window: capturing the whole run")
+        tell(
+            f"note: without step marks ({setting('profile(step_marks=False)')}) there is no window: capturing the "
+            "whole run"
+        )
     elif not is_python(list(command)):
         tell(f"note: {command[0]} is not a Python program, so there is no window of steps: capturing its whole run")
     else:

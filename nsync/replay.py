@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from nsync.detect import SyncKind
+from nsync.settings import setting
 from nsync.steps import Steps, gpu_step_times, launched_in_steps
 from nsync.timeline import GroupedTimes, group_codes
 
@@ -357,7 +358,7 @@ def what_if(
     if sites_fit < 1:
         raise ReplaySkipped(
             f"what-if replay skipped: {len(window)} syncs in {stop - first} steps are too many to replay "
-            f"(analyse a part of the capture: AnalysisConfig.window_s)"
+            f"(analyse a part of the capture: {setting('AnalysisConfig.window_s')})"
         )
     model = prepare(ops, syncs, Steps(table=replayed, source=steps.source, warmup=0))
     none = np.zeros(len(model.sync_start), bool)

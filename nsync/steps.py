@@ -20,6 +20,7 @@ from nsync.config import AnalysisConfig
 from nsync.errors import UsageError
 from nsync.load import Trace
 from nsync.marks import STEP_MARK
+from nsync.settings import setting
 
 _DIGITS = re.compile(r"\d+")
 _STEP_EXACT = re.compile(r"^(profilerstep#?n|(train[_ ]?)?step[_ #]?n?|iter(ation)?[_ #]?n?|batch[_ #]?n?)$", re.I)
@@ -129,7 +130,8 @@ def find_steps(trace: Trace, ops: pd.DataFrame, config: AnalysisConfig) -> Steps
     if config.warmup_steps is not None:
         if len(table) and config.warmup_steps >= len(table):
             raise UsageError(
-                f"cannot skip {config.warmup_steps} warm-up steps (AnalysisConfig.warmup_steps): the trace has "
+                f"cannot skip {config.warmup_steps} warm-up steps ({setting('AnalysisConfig.warmup_steps')}): "
+                "the trace has "
                 f"{len(table)} steps ({source}), and at least one must be left to analyse"
             )
         warmup = max(config.warmup_steps, 0)

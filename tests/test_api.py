@@ -50,3 +50,16 @@ def test_a_diff_is_written_as_its_own_report(tmp_path, h200_analysis) -> None:
     data = json.loads(nsync.write(change, tmp_path / "d.json").read_text())
     assert (data["schema"], data["verdict"]) == ("nsync.diff/1", "regression")
     assert nsync.write(change, tmp_path / "d.md").read_text().startswith("### nsync diff: ")
+
+
+def test_messages_name_the_api_until_the_command_line_names_its_flags(monkeypatch, h200) -> None:
+    """The command line says once which names its users read (nsync.settings); no message is rewritten."""
+    from nsync import settings
+
+    monkeypatch.setattr(settings, "_NAMES", {})
+    config = nsync.AnalysisConfig(warmup_steps=1000)
+    with pytest.raises(UsageError, match=r"cannot skip 1000 warm-up steps \(AnalysisConfig.warmup_steps\)"):
+        nsync.analyze(h200("print_deg"), config)
+    settings.name_settings({"AnalysisConfig.warmup_steps": "--warmup-steps"})
+    with pytest.raises(UsageError, match=r"cannot skip 1000 warm-up steps \(--warmup-steps\)"):
+        nsync.analyze(h200("print_deg"), config)

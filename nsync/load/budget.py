@@ -13,6 +13,7 @@ from pathlib import Path
 
 from nsync.errors import NsyncError, UsageError
 from nsync.load.db import ExportDb
+from nsync.settings import setting
 
 BASE_BYTES = 180 << 20
 BYTES_PER_ROW = 110
@@ -65,7 +66,7 @@ def plan_window(
     if window_s is not None and span_ns is not None and window_s[0] * 1e9 >= span_ns[1] - span_ns[0]:
         length_s = (span_ns[1] - span_ns[0]) / 1e9
         raise UsageError(
-            f"AnalysisConfig.window_s starts at {window_s[0]:.3f} s, after the capture's end: it spans "
+            f"{setting('AnalysisConfig.window_s')} starts at {window_s[0]:.3f} s, after the capture's end: it spans "
             f"0.000-{length_s:.3f} s (in seconds from its start)"
         )
     if window_s is not None:
@@ -92,5 +93,6 @@ def plan_window(
         f"this trace needs about {needed / 2**30:.1f} GiB to analyse and {budget / 2**30:.1f} GiB "
         f"{'are allowed' if budget_bytes is not None else 'are available'}: analysing only "
         f"{(cut[0] - origin) / 1e9:.3f}-{(cut[1] - origin) / 1e9:.3f} s of its "
-        f"{(span_ns[1] - span_ns[0]) / 1e9:.3f} s (choose the part with AnalysisConfig.window_s, in seconds)"
+        f"{(span_ns[1] - span_ns[0]) / 1e9:.3f} s "
+        f"(choose the part with {setting('AnalysisConfig.window_s')}, in seconds)"
     )

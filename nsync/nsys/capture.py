@@ -31,6 +31,7 @@ from nsync.nsys.leftovers import advice, stale_session_state
 from nsync.nsys.locate import Nsys, find_nsys
 from nsync.nsys.output import relay
 from nsync.nsys.window import NVTX_CAPTURE_ENV, CaptureWindow, WindowOutcome, outcome
+from nsync.settings import setting
 
 Say = Callable[[str], None]
 
@@ -206,12 +207,14 @@ def _never_opened(window: CaptureWindow, seen: WindowOutcome) -> str:
     if seen.optimizer_steps:
         return (
             f"nothing was captured: the program ended after {seen.optimizer_steps} optimizer step(s), before the "
-            f"capture window opened at step {window.warmup_steps} (CaptureWindow.warmup_steps): capture fewer "
-            "warm-up steps, or the whole run (CaptureOptions.window=None)"
+            f"capture window opened at step {window.warmup_steps} ({setting('CaptureWindow.warmup_steps')}): "
+            "capture fewer "
+            f"warm-up steps, or the whole run ({setting('CaptureOptions.window=None')})"
         )
     return (
         "nothing was captured: the program ended before any optimizer step, and before it had used CUDA for "
-        f"{window.wait_s:g} s (when a window by the clock opens): capture the whole run (CaptureOptions.window=None)"
+        f"{window.wait_s:g} s (when a window by the clock opens): capture the whole run "
+        f"({setting('CaptureOptions.window=None')})"
     )
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nsync.marks import WINDOW_RANGE
+from nsync.settings import setting
 
 STATE_SCHEMA = "nsync.window/1"
 
@@ -38,7 +39,7 @@ class CaptureWindow:
         then = (
             "letting it run to its end"
             if self.run_to_end
-            else "then ending it (CaptureWindow(run_to_end=True) lets it finish)"
+            else f"then ending it ({setting('CaptureWindow(run_to_end=True)')} lets it finish)"
         )
         return (
             f"capturing optimizer steps {first}-{last} of the program (after {self.warmup_steps} of warm-up), "
