@@ -21,6 +21,7 @@ from nsync import EXIT_CODES, AnalysisConfig, NsyncError, UsageError, gates
 from nsync.errors import CannotJudge, GateFailed, Interrupted
 from nsync.memory import release_freed_memory, tune_allocator
 from nsync.render.text import printable
+from nsync.render.write import check_writable
 from nsync.settings import name_settings
 from nsync.stdio import drop_stdout
 
@@ -689,23 +690,9 @@ class Outputs:
         return [(flag, path) for flag, path in named if path is not None]
 
     def check(self, trace: Path | None = None) -> None:
-        """Refuse now a path that cannot be written, rather than after minutes of analysis, or that two
-        outputs share (the second would overwrite the first)."""
-        files = self.files()
-        for k, (flag, path) in enumerate(files):
-            other = next((f for f, p in files[:k] if _same_file(p, path)), None)
-            if other:
-                raise UsageError(f"{other} and {flag} both name {path}: give each output its own file")
-        for flag, path in files:
-            if path.is_dir():
-                raise UsageError(f"{flag} {path}: is a folder")
-            folder = path.parent
-            if not folder.is_dir():
-                raise UsageError(f"{flag} {path}: cannot write there, no such folder {folder}")
-            if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
-                raise UsageError(f"{flag} {path}: cannot write there, permission denied")
-            if trace is not None and _same_file(path, trace):
-                raise UsageError(f"{flag} {path}: that is the trace being analysed; nsync never writes into a trace")
+        """Refuse now, before minutes of analysis, a file that cannot be written (nsync.render.write), or a
+        database path that holds something else (nsync.render.database)."""
+        check_writable(self.files(), trace)
         if self.db is not None:
             from nsync.render.database import check_database_path
 
@@ -713,14 +700,6 @@ class Outputs:
                 check_database_path(self.db, trace)
             except UsageError as error:
                 raise UsageError(f"--db {error}") from None
-
-
-def _same_file(path: Path, other: Path) -> bool:
-    """Whether two paths name one file; a path that cannot be resolved (a loop of symbolic links) is an error."""
-    try:
-        return path.resolve() == other.resolve()
-    except (OSError, RuntimeError) as error:  # RuntimeError: Python < 3.13's "Symlink loop"
-        raise UsageError(f"{path}: cannot be resolved ({error})") from None
 
 
 def _emit(

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -57,6 +58,34 @@ def write(
     else:
         raise UsageError(f"format {chosen!r}: expected one of json, markdown, html, db")
     return path
+
+
+def check_writable(files: list[tuple[str, Path]], reading: Path | None = None) -> None:
+    """Refuse now, rather than after minutes of analysis, an output that cannot be written, that two outputs
+    share (the second would overwrite the first), or that is the file being read. ``files``: (what names it,
+    e.g. a flag, and its path)."""
+    for k, (label, path) in enumerate(files):
+        other = next((f for f, p in files[:k] if _same_file(p, path)), None)
+        if other:
+            raise UsageError(f"{other} and {label} both name {path}: give each output its own file")
+    for label, path in files:
+        if path.is_dir():
+            raise UsageError(f"{label} {path}: is a folder")
+        folder = path.parent
+        if not folder.is_dir():
+            raise UsageError(f"{label} {path}: cannot write there, no such folder {folder}")
+        if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+            raise UsageError(f"{label} {path}: cannot write there, permission denied")
+        if reading is not None and _same_file(path, reading):
+            raise UsageError(f"{label} {path}: that is the trace being analysed; nsync never writes into a trace")
+
+
+def _same_file(path: Path, other: Path) -> bool:
+    """Whether two paths name one file; a path that cannot be resolved (a loop of symbolic links) is an error."""
+    try:
+        return path.resolve() == other.resolve()
+    except (OSError, RuntimeError) as error:  # RuntimeError: Python < 3.13's "Symlink loop"
+        raise UsageError(f"{path}: cannot be resolved ({error})") from None
 
 
 def write_text(path: Path, text: str) -> None:
