@@ -1,0 +1,195 @@
+"""nsync.testing.sync_free on this CPU machine, with a stand-in for torch: no GPU exists here, so a stand-in
+plays PyTorch's sync debug mode (in 'warn' mode its ``.item()`` warns "called a synchronizing CUDA
+operation", as PyTorch does). What these tests check is nsync's side: every reported sync found at the
+caller's line (known by construction: the lines of USER below), its pattern and fix, the allow-list, the
+decorator and the pytest marker, the mode restored. Against real PyTorch on the H200: fixtures/h200/README.md
+('sync_free on the lab scenarios')."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+import unittest
+import warnings
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from nsync.testing import SyncFound, classify, sync_free
+
+STAND_IN = '''"""A stand-in for torch: CUDA 'available', the sync debug mode, and a tensor whose .item() syncs."""
+import warnings
+
+
+class _Cuda:
+    available = True
+    mode = 0
+
+    def is_available(self):
+        return self.available
+
+    def get_sync_debug_mode(self):
+        return self.mode
+
+    def set_sync_debug_mode(self, mode):
+        self.mode = {"default": 0, "warn": 1, "error": 2}.get(mode, mode)
+
+
+cuda = _Cuda()
+
+
+class Tensor:
+    def __init__(self, value):
+        self.value = value
+
+    def item(self):
+        if cuda.mode == 1:
+            warnings.warn("called a synchronizing CUDA operation", UserWarning)
+        return self.value
+'''
+USER = """from torch import Tensor
+values = [Tensor(1.0), Tensor(2.0)]
+
+
+def degraded():
+    return [v.item() for v in values]  # line 6
+
+
+def healthy():
+    return values
+
+
+def logs():
+    print(values[0].item())  # line 14
+"""
+
+
+@pytest.fixture
+def torch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    package = tmp_path / "stand-in" / "torch"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(STAND_IN)
+    spec = importlib.util.spec_from_file_location("torch", package / "__init__.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "torch", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def user(tmp_path: Path, torch: ModuleType, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    path = tmp_path / "train.py"
+    path.write_text(USER)
+    spec = importlib.util.spec_from_file_location("train", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_sync_is_named_at_the_callers_line_with_its_pattern_and_fix(user: ModuleType) -> None:
+    with pytest.raises(SyncFound) as found, sync_free():
+        user.degraded()
+    syncs = found.value.syncs
+    assert [(s.where, s.function, s.pattern, s.dependency) for s in syncs] == [
+        ("train.py:6", "degraded", "value read", "false")
+    ] * 2
+    message = str(found.value)
+    assert message.startswith("2 CUDA sync(s) in code that must not sync:\n  train.py:6 in degraded(): return [v")
+    assert "return [v.item() for v in values]  # line 6" in message
+    assert "torch.stack them and copy once" in message
+
+
+def test_code_that_does_not_sync_passes_and_the_debug_mode_is_restored(user: ModuleType, torch: ModuleType) -> None:
+    torch.cuda.set_sync_debug_mode("error")
+    with sync_free():
+        user.healthy()
+    assert torch.cuda.get_sync_debug_mode() == 2
+    with pytest.raises(SyncFound), sync_free():
+        user.degraded()
+    assert torch.cuda.get_sync_debug_mode() == 2
+
+
+def test_allowed_syncs_pass_by_line_file_or_function(user: ModuleType) -> None:
+    for allow in (["train.py:6"], ["train.py"], [f"{os.path.dirname(user.__file__)}/train.py:6"]):
+        with sync_free(allow=allow):
+            user.degraded()
+    with pytest.raises(SyncFound, match=r"train\.py:14"), sync_free(allow=["train.py:6"]):
+        user.degraded()
+        user.logs()
+    with pytest.raises(SyncFound), sync_free(allow=["rain.py:6", "train.py:7"]):  # a whole name, the right line
+        user.degraded()
+
+
+def test_as_a_decorator_and_an_error_inside_is_not_masked(user: ModuleType) -> None:
+    @sync_free()
+    def check() -> None:
+        user.logs()
+
+    with pytest.raises(SyncFound, match=r"train.py:14 in logs\(\): print\(values\[0\].item\(\)\)"):
+        check()
+
+    with pytest.raises(ZeroDivisionError), sync_free():
+        user.degraded()
+        _ = 1 / 0
+
+
+def test_other_warnings_are_not_swallowed(user: ModuleType) -> None:
+    with warnings.catch_warnings(record=True) as seen, sync_free():
+        warnings.simplefilter("always")
+        warnings.warn("something else", UserWarning, stacklevel=1)
+    assert [str(w.message) for w in seen] == ["something else"]
+
+
+def test_without_a_cuda_device_the_test_is_skipped_not_passed(torch: ModuleType) -> None:
+    torch.cuda.available = False
+    with pytest.raises(unittest.SkipTest, match="needs a CUDA device"), sync_free():
+        pass
+
+
+def test_the_pytest_marker_fails_a_syncing_test_and_passes_a_clean_one(tmp_path: Path) -> None:
+    (tmp_path / "torch").mkdir()
+    (tmp_path / "torch" / "__init__.py").write_text(STAND_IN)
+    (tmp_path / "train.py").write_text(USER)
+    (tmp_path / "test_steps.py").write_text(
+        "import pytest, train\n\n"
+        "@pytest.mark.sync_free\ndef test_degraded():\n    train.degraded()\n\n"
+        "@pytest.mark.sync_free(allow=['train.py:6'])\ndef test_allowed():\n    train.degraded()\n\n"
+        "@pytest.mark.sync_free\ndef test_healthy():\n    train.healthy()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_steps.py"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert "1 failed, 2 passed" in done.stdout, done.stdout + done.stderr
+    assert "SyncFound: 2 CUDA sync(s) in code that must not sync:" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("script", "line", "pattern"),
+    [
+        ("w_print.py", 19, "print of a CUDA tensor"),
+        ("w_item.py", 17, "value read"),
+        ("w_mask.py", 15, "dynamic shape (a mask or nonzero)"),
+        ("w_tuple.py", 19, "index from a Python tuple or list"),
+        ("w_list.py", 18, "host-to-device copy of a Python value"),
+        ("w_list.py", 19, "copy from pageable memory"),
+        ("w_two.py", 19, "value read"),
+        ("w_two.py", 23, "dynamic shape (a mask or nonzero)"),
+        ("w_param.py", 19, "value read"),
+        ("w_hidden.py", 41, "value read"),
+    ],
+)
+def test_the_lab_scenarios_syncing_lines_get_their_pattern(script: str, line: int, pattern: str) -> None:
+    """The lines and what syncs in them, as each scenario's own comment says (fixtures/h200/)."""
+    code = (Path(__file__).parent.parent / "fixtures/h200" / script).read_text().splitlines()[line - 1]
+    assert "SYNC" in code
+    assert classify(code.strip())[0] == pattern
