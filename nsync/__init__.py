@@ -36,7 +36,8 @@ if TYPE_CHECKING:
     from nsync.render.write import write
     from nsync.report import AnyReport, DiffReport, RanksReport
     from nsync.report.analysis import Report, build_report, read_report, report_to_dict
-    from nsync.report.diff import build_diff_report
+    from nsync.report.diff import build_diff_report, read_diff_report
+    from nsync.report.ranks import read_ranks_report
 
 # Every name loads on first use: `import nsync` runs almost nothing, so that the command's own Ctrl-C
 # handling (nsync/__main__.py) is in place before any real work starts.
@@ -67,6 +68,8 @@ _LAZY = {
     "RanksReport": "nsync.report",
     "AnyReport": "nsync.report",
     "build_diff_report": "nsync.report.diff",
+    "read_diff_report": "nsync.report.diff",
+    "read_ranks_report": "nsync.report.ranks",
     "analyze_ranks": "nsync.ranks",
     "profile": "nsync.profiling",
     "ProfileResult": "nsync.profiling",
@@ -99,6 +102,8 @@ __all__ = [
     "diff",
     "load_trace",
     "profile",
+    "read_diff_report",
+    "read_ranks_report",
     "read_report",
     "render_html",
     "render_json",

@@ -96,8 +96,19 @@ def analyze(
     progress: Callable[[str], None] | None = None,
     calibration: Calibration | None = None,
 ) -> Analysis:
-    """Analyse an nsys SQLite export (or an already loaded :class:`Trace`). ``calibration``: the program's
-    unprofiled step times (nsync.calibration), which the what-if is fitted to."""
+    """Find every CUDA sync in a trace, price it, and rank the Python call sites by what fixing them saves.
+
+    ``source``: an nsys SQLite export (``.sqlite``, ``.sqlite.xz``), an ``.nsys-rep`` (exported with the
+    installed nsys), or a loaded :class:`Trace`. ``config``: steps, warm-up, window and memory settings.
+    ``progress``: called with each stage's name. ``calibration``: the program's unprofiled step times
+    (nsync.calibration, written by ``nsync profile``), which the what-if is fitted to.
+    Returns the :class:`Analysis` (its ``callsites`` table ranked; ``nsync.build_report`` for every figure).
+    Raises UsageError (a bad setting, a missing file), TraceError (not an nsys export, or damaged beyond use),
+    NsysError (an ``.nsys-rep`` without a working nsys).
+
+        >>> analysis = nsync.analyze("run.sqlite", nsync.AnalysisConfig(step_range="train_step"))
+        >>> analysis.callsites[["file", "line", "predicted_saving_ns_per_step"]].head(3)
+    """
     config = config or AnalysisConfig()
 
     def say(stage: str) -> None:

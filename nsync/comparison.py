@@ -137,6 +137,16 @@ def comparability(baseline: Analysis, candidate: Analysis) -> list[str]:
 
 
 def diff(baseline: Analysis, candidate: Analysis, noise_floor_pct: float = NOISE_FLOOR_PCT) -> Diff:
+    """Compare two runs of one program: the step time against its noise (on the predicted unprofiled step times
+    when both were calibrated), and the call sites whose syncs were added, removed, grew or shrank.
+
+    ``noise_floor_pct``: step-time changes below this never count. Returns the :class:`Diff`, whose ``verdict``
+    is regression, improvement, no-change, or inconclusive with its ``reasons`` (different programs or GPUs,
+    no steps); it raises nothing for runs it cannot compare (``nsync.gates.fail_on_regression`` does).
+
+        >>> change = nsync.diff(nsync.analyze("main.sqlite"), nsync.analyze("pr.sqlite"))
+        >>> change.verdict, change.step_ms.delta_pct
+    """
     reasons = comparability(baseline, candidate)
     base_times, base_basis = step_times_ns(baseline)
     cand_times, cand_basis = step_times_ns(candidate)

@@ -97,7 +97,15 @@ def profile(
     ``options.window``: capture only those steps (nsync.nsys.window), in both runs; the whole run when the
     command is no Python program, or the calibration run shows the program ends before the window does.
 
-    The program's exit code is returned, not raised: what was captured is analysed either way.
+    ``say``: called with each message for the user; ``progress``: with each analysis stage's name. Returns
+    a :class:`ProfileResult`: the SQLite, the report, the :class:`Analysis`, the program's exit code (returned,
+    not raised: what was captured is analysed either way) and whether it was interrupted. Raises NsysError
+    (nsys missing, failed, or hung with nothing saved), UsageError (a command or option that cannot run),
+    WindowNeverOpened (the program ended before its capture window, and too late to capture it whole).
+
+        >>> options = nsync.CaptureOptions(out_dir=Path("out"), name="train", window=nsync.CaptureWindow())
+        >>> result = nsync.profile(["python3", "train.py"], options, say=print)
+        >>> nsync.write(result.analysis, "out/train.html")
     """
     tell = say or (lambda _m: None)
     nsys = find_nsys(nsys_path)

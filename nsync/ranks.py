@@ -282,7 +282,16 @@ def analyze_ranks(
     progress: Callable[[str], None] | None = None,
 ) -> RanksReport:
     """Analyse every rank on Dask (a local cluster of ``workers`` processes, or the one at ``scheduler``),
-    each within its share of the memory, then line them up."""
+    each within its share of the memory, then line them up on their collectives.
+
+    ``paths``: the ranks' SQLite exports or folders of them (one per rank, ranked by the number in the name),
+    or one export holding every rank's process. Returns the :class:`RanksReport`: the rank that reaches the
+    collectives last, and the syncs that make it late by the delay they add to every rank. Raises UsageError
+    (no exports, Dask not installed), TraceError (an export that cannot be read).
+
+        >>> ranks = nsync.analyze_ranks([Path("run/")], workers=4)
+        >>> ranks.verdict, ranks.stragglers[:3]
+    """
     config = config or AnalysisConfig()
     say = progress or (lambda _m: None)
     ranked = rank_paths(paths)

@@ -63,3 +63,24 @@ def test_messages_name_the_api_until_the_command_line_names_its_flags(monkeypatc
     settings.name_settings({"AnalysisConfig.warmup_steps": "--warmup-steps"})
     with pytest.raises(UsageError, match=r"cannot skip 1000 warm-up steps \(--warmup-steps\)"):
         nsync.analyze(h200("print_deg"), config)
+
+
+def test_every_report_reads_back_as_it_was_written(tmp_path, h200_analysis, real_analysis) -> None:
+    """Each report's reader is its JSON writer's inverse: written, read, and written again, the same bytes
+    (a diff with both runs calibrated carries the unprofiled step times too)."""
+    from nsync.report.diff import read_diff_report
+    from nsync.report.ranks import RanksReport, read_ranks_report
+
+    for change in (
+        nsync.diff(h200_analysis("print_ok"), h200_analysis("print_deg")),
+        nsync.diff(real_analysis("timm_gradnorm_healthy"), real_analysis("timm_gradnorm")),
+    ):
+        first = nsync.write(change, tmp_path / "d.json").read_text()
+        assert nsync.render_json(read_diff_report(tmp_path / "d.json")) == first
+    assert '"unprofiled_baseline"' in first
+    report = nsync.build_report(h200_analysis("p2"))
+    ranks = RanksReport("nsync.ranks/1", [], 0, [0.0], 0.0, [], "none", False, ["w"], [report, report])
+    written = nsync.write(ranks, tmp_path / "r.json").read_text()
+    assert nsync.render_json(read_ranks_report(tmp_path / "r.json")) == written
+    with pytest.raises(nsync.TraceError, match="not an nsync diff"):
+        read_diff_report(tmp_path / "r.json")

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import types
-import typing
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,6 +20,7 @@ import pandas as pd
 from nsync.config import AnalysisConfig
 from nsync.errors import TraceError
 from nsync.jsonfile import read_versioned
+from nsync.report.typed import typed
 
 if TYPE_CHECKING:
     from nsync.analysis import Analysis
@@ -732,39 +731,6 @@ def read_report(path: Path) -> Report:
     """A result that ``nsync analyze --json`` wrote. Anything else is a one-line error (nsync.jsonfile)."""
     data = read_versioned(path, SCHEMA, "an nsync result")
     try:
-        return _typed(Report, data, "")
+        return typed(Report, data, "")
     except ValueError as error:
         raise TraceError(f"{path}: not an nsync result: {error}") from None
-
-
-def _typed(kind: Any, value: Any, where: str) -> Any:
-    """``value`` (parsed JSON) as ``kind``: dataclasses field by field, lists item by item, checked."""
-    origin, args = typing.get_origin(kind), typing.get_args(kind)
-    if origin in (typing.Union, types.UnionType):
-        if value is None and type(None) in args:
-            return None
-        (kind,) = [a for a in args if a is not type(None)]
-        return _typed(kind, value, where)
-    if dataclasses.is_dataclass(kind):
-        if not isinstance(value, dict):
-            raise ValueError(f"{where or 'the result'}: expected an object")
-        hints = typing.get_type_hints(kind)
-        values = {}
-        for item in dataclasses.fields(kind):
-            name = f"{where}.{item.name}" if where else item.name
-            if item.name in value:
-                values[item.name] = _typed(hints[item.name], value[item.name], name)
-            elif item.default is dataclasses.MISSING and item.default_factory is dataclasses.MISSING:
-                raise ValueError(f"{name} is missing")
-        return typing.cast(Any, kind)(**values)
-    if origin in (list, tuple):
-        if not isinstance(value, list):
-            raise ValueError(f"{where}: expected a list")
-        if origin is tuple:
-            return tuple(_typed(a, v, f"{where}[{i}]") for i, (a, v) in enumerate(zip(args, value)))
-        return [_typed(args[0], v, f"{where}[{i}]") for i, v in enumerate(value)]
-    if kind is float and isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
-    if kind in (int, str, bool) and type(value) is kind:
-        return value
-    raise ValueError(f"{where}: expected {getattr(kind, '__name__', kind)}, found {type(value).__name__}")

@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nsync.comparison import SCHEMA, Change, StepTimes
+from nsync.comparison import NOISE_FLOOR_PCT, SCHEMA, Change, StepTimes
+from nsync.errors import TraceError
+from nsync.jsonfile import read_versioned
 from nsync.report.analysis import Timeline, ns_to_ms, timeline_of, where
+from nsync.report.typed import typed
 
 if TYPE_CHECKING:
     from nsync.analysis import Analysis
@@ -54,8 +58,8 @@ class DiffReport:
     exposed_idle_ms_per_step: Change
     callsites: list[DiffSite]  # sorted by the size of the delta
     # not written out: the noise floor the verdict used, and each run's timeline for the HTML
-    noise_floor_pct: float
-    timelines: tuple[Timeline | None, Timeline | None]
+    noise_floor_pct: float = NOISE_FLOOR_PCT
+    timelines: tuple[Timeline | None, Timeline | None] = (None, None)
 
     @property
     def timeline_scale_ms(self) -> float | None:
@@ -126,3 +130,18 @@ def _site(row: dict[str, Any]) -> DiffSite:
         candidate_exposed_idle_ms_per_step=ns_to_ms(row["per_step_ns_c"]),
         delta_ms_per_step=ns_to_ms(row["delta_ns"]),
     )
+
+
+def read_diff_report(path: Path) -> DiffReport:
+    """A diff that ``nsync diff --json`` wrote (less the timelines, which the JSON does not hold)."""
+    data = read_versioned(path, SCHEMA, "an nsync diff")
+    step = data.get("step_ms")
+    if isinstance(step, dict):
+        unprofiled = {
+            key.removeprefix("unprofiled_"): step.pop(key) for key in list(step) if key.startswith("unprofiled_")
+        }
+        step["unprofiled"] = unprofiled or None
+    try:
+        return typed(DiffReport, data, "")
+    except ValueError as error:
+        raise TraceError(f"{path}: not an nsync diff: {error}") from None

@@ -4,8 +4,12 @@ renderers print it and the JSON (schema ``nsync.ranks/1``) writes it."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
+from nsync.errors import TraceError
+from nsync.jsonfile import read_versioned
 from nsync.report.analysis import Report
+from nsync.report.typed import typed
 
 
 @dataclass(frozen=True)
@@ -47,3 +51,12 @@ class RanksReport:
 
 
 SCHEMA = "nsync.ranks/1"
+
+
+def read_ranks_report(path: Path) -> RanksReport:
+    """The lined-up ranks that ``nsync ranks --json`` wrote."""
+    data = read_versioned(path, SCHEMA, "an nsync ranks result")
+    try:
+        return typed(RanksReport, data, "")
+    except ValueError as error:
+        raise TraceError(f"{path}: not an nsync ranks result: {error}") from None
