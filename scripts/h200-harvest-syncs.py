@@ -1,0 +1,183 @@
+"""Harvest real syncing lines from libraries nobody on the team wrote (issue 27's corpus), on a CUDA machine.
+
+Each program below runs a few ordinary steps of a library (torchvision detection, transformers generate,
+pytorch-lightning, torch_geometric, torchaudio, timm, torchmetrics, and PyTorch's own helpers) under
+nsync.testing.sync_free, which records every sync PyTorch's debug mode reports at the innermost line outside
+PyTorch itself: the library's own line where the library syncs. Writes $OUT/harvest.json: per program, each
+distinct line with its file (from the package's folder on), function, source, count, and nsync's pattern.
+Run from the repository root: python scripts/h200-harvest-syncs.py
+"""
+
+import json
+import os
+import sys
+import traceback
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from nsync.testing import SyncFound, sync_free  # noqa: E402
+
+DEVICE = "cuda"
+
+
+def detection() -> None:
+    from torchvision.models.detection import fasterrcnn_mobilenet_v3_large_fpn
+
+    model = fasterrcnn_mobilenet_v3_large_fpn(weights=None, weights_backbone=None, num_classes=5).to(DEVICE)
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
+    images = [torch.rand(3, 320, 320, device=DEVICE) for _ in range(2)]
+    boxes = torch.tensor([[10.0, 20.0, 120.0, 150.0], [50.0, 60.0, 200.0, 220.0]], device=DEVICE)
+    targets = [{"boxes": boxes, "labels": torch.tensor([1, 3], device=DEVICE)} for _ in images]
+    for _ in range(2):
+        losses = model(images, targets)
+        loss = sum(losses.values())
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    model.eval()
+    with torch.no_grad():
+        model(images)
+
+
+def generate() -> None:
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    config = GPT2Config(n_layer=2, n_embd=128, n_head=4, vocab_size=1000, n_positions=128)
+    model = GPT2LMHeadModel(config).to(DEVICE).eval()
+    ids = torch.randint(1, 1000, (2, 8), device=DEVICE)
+    mask = torch.ones_like(ids)
+    model.generate(ids, attention_mask=mask, max_new_tokens=8, do_sample=False, pad_token_id=0)
+    model.generate(ids, attention_mask=mask, max_new_tokens=8, do_sample=True, top_k=20, pad_token_id=0)
+
+
+def lightning() -> None:
+    import pytorch_lightning as pl
+
+    class Module(pl.LightningModule):
+        def __init__(self) -> None:
+            super().__init__()
+            self.layer = torch.nn.Linear(32, 4)
+
+        def training_step(self, batch, _index):
+            x, y = batch
+            loss = torch.nn.functional.cross_entropy(self.layer(x), y)
+            self.log("loss", loss, prog_bar=True)
+            return loss
+
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), lr=0.1)
+
+    data = torch.utils.data.TensorDataset(torch.randn(64, 32), torch.randint(0, 4, (64,)))
+    trainer = pl.Trainer(max_steps=4, accelerator="gpu", devices=1, logger=False, enable_checkpointing=False,
+                         enable_model_summary=False, enable_progress_bar=True)  # fmt: skip
+    trainer.fit(Module(), torch.utils.data.DataLoader(data, batch_size=16))
+
+
+def geometric() -> None:
+    from torch_geometric.nn import GATConv, GCNConv, global_mean_pool
+    from torch_geometric.utils import dropout_edge, to_dense_batch
+
+    x = torch.randn(100, 16, device=DEVICE)
+    edges = torch.randint(0, 100, (2, 400), device=DEVICE)
+    batch = torch.arange(100, device=DEVICE) // 25
+    gcn, gat = GCNConv(16, 16).to(DEVICE), GATConv(16, 16, heads=2).to(DEVICE)
+    h = gat(gcn(x, edges).relu(), edges)
+    global_mean_pool(h, batch)
+    to_dense_batch(h, batch)
+    dropout_edge(edges, p=0.2)
+
+
+def audio() -> None:
+    import torchaudio
+
+    model = torchaudio.models.wav2vec2_base().to(DEVICE).eval()
+    waves = torch.randn(2, 16000, device=DEVICE)
+    lengths = torch.tensor([16000, 12000], device=DEVICE)
+    with torch.no_grad():
+        model(waves, lengths)
+    torchaudio.transforms.MelSpectrogram().to(DEVICE)(waves)
+    torchaudio.functional.resample(waves, 16000, 8000)
+
+
+def timm_train() -> None:
+    import timm
+    from timm.utils import AverageMeter, accuracy, dispatch_clip_grad
+
+    model = timm.create_model("resnet18", num_classes=10).to(DEVICE)
+    optimizer = timm.optim.create_optimizer_v2(model, "adamw", lr=1e-3)
+    meter = AverageMeter()
+    x, y = torch.randn(8, 3, 64, 64, device=DEVICE), torch.randint(0, 10, (8,), device=DEVICE)
+    for _ in range(2):
+        out = model(x)
+        loss = torch.nn.functional.cross_entropy(out, y)
+        optimizer.zero_grad()
+        loss.backward()
+        dispatch_clip_grad(model.parameters(), 1.0, mode="norm")
+        optimizer.step()
+        top1, _top5 = accuracy(out, y, topk=(1, 5))
+        meter.update(loss.item(), x.size(0))
+
+
+def metrics() -> None:
+    import torchmetrics
+
+    accuracy = torchmetrics.classification.MulticlassAccuracy(num_classes=10).to(DEVICE)
+    auroc = torchmetrics.classification.MulticlassAUROC(num_classes=10).to(DEVICE)
+    for _ in range(2):
+        logits, y = torch.randn(32, 10, device=DEVICE), torch.randint(0, 10, (32,), device=DEVICE)
+        accuracy.update(logits, y)
+        auroc.update(logits.softmax(-1), y)
+    accuracy.compute()
+    auroc.compute()
+
+
+def torch_helpers() -> None:
+    model = torch.nn.LSTM(8, 16, batch_first=True).to(DEVICE)
+    x = torch.randn(4, 10, 8, device=DEVICE)
+    lengths = torch.tensor([10, 7, 5, 2], device=DEVICE)
+    packed = torch.nn.utils.rnn.pack_padded_sequence(x, lengths.cpu(), batch_first=True)
+    model(packed)
+    loss = model(x)[0].sum()
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0, error_if_nonfinite=True)
+    torch.unique(torch.randint(0, 5, (100,), device=DEVICE))
+    torch.nn.functional.cross_entropy(torch.randn(8, 5, device=DEVICE), torch.randint(0, 5, (8,), device=DEVICE))
+
+
+PROGRAMS = [detection, generate, lightning, geometric, audio, timm_train, metrics, torch_helpers]
+
+
+def where(path: str) -> str:
+    """The file from its package's folder on (site-packages/torchvision/ops/boxes.py -> torchvision/ops/boxes.py)."""
+    parts = Path(path).parts
+    for marker in ("site-packages", "dist-packages"):
+        if marker in parts:
+            return "/".join(parts[parts.index(marker) + 1 :])
+    return path
+
+
+harvest = {}
+for program in PROGRAMS:
+    try:
+        program()  # once outside: lazy set-up, compilation
+        torch.cuda.synchronize()
+        lines: dict = {}
+        try:
+            with sync_free():
+                program()
+        except SyncFound as found:
+            for sync in found.syncs:
+                key = f"{where(sync.file)}:{sync.line}"
+                entry = lines.setdefault(key, {"file": where(sync.file), "line": sync.line, "function": sync.function,
+                                               "code": sync.code, "pattern": sync.pattern, "count": 0})  # fmt: skip
+                entry["count"] += 1
+        harvest[program.__name__] = sorted(lines.values(), key=lambda e: -e["count"])
+        print(f"{program.__name__}: {len(lines)} lines", flush=True)
+    except Exception as error:  # noqa: BLE001 -- one program's failure must not lose the others'
+        harvest[program.__name__] = {"error": f"{type(error).__name__}: {error}"}
+        traceback.print_exc()
+out = Path(os.environ.get("OUT", "."))
+(out / "harvest.json").write_text(json.dumps(harvest, indent=1))
+print(json.dumps({name: len(v) if isinstance(v, list) else v for name, v in harvest.items()}))
