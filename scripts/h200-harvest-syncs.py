@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from nsync.testing import SyncFound, sync_free  # noqa: E402
+from nsync.testing import SyncFound, sync_free
 
 DEVICE = "cuda"
 
@@ -116,7 +116,7 @@ def timm_train() -> None:
         loss.backward()
         dispatch_clip_grad(model.parameters(), 1.0, mode="norm")
         optimizer.step()
-        top1, _top5 = accuracy(out, y, topk=(1, 5))
+        accuracy(out, y, topk=(1, 5))
         meter.update(loss.item(), x.size(0))
 
 
@@ -175,7 +175,7 @@ for program in PROGRAMS:
                 entry["count"] += 1
         harvest[program.__name__] = sorted(lines.values(), key=lambda e: -e["count"])
         print(f"{program.__name__}: {len(lines)} lines", flush=True)
-    except Exception as error:  # noqa: BLE001 -- one program's failure must not lose the others'
+    except Exception as error:  # noqa: PERF203 -- one program's failure must not lose the others'
         harvest[program.__name__] = {"error": f"{type(error).__name__}: {error}"}
         traceback.print_exc()
 out = Path(os.environ.get("OUT", "."))
