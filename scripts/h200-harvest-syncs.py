@@ -103,10 +103,11 @@ def audio() -> None:
 
 def timm_train() -> None:
     import timm
+    from timm.optim import create_optimizer_v2
     from timm.utils import AverageMeter, accuracy, dispatch_clip_grad
 
     model = timm.create_model("resnet18", num_classes=10).to(DEVICE)
-    optimizer = timm.optim.create_optimizer_v2(model, "adamw", lr=1e-3)
+    optimizer = create_optimizer_v2(model, "adamw", lr=1e-3)
     meter = AverageMeter()
     x, y = torch.randn(8, 3, 64, 64, device=DEVICE), torch.randint(0, 10, (8,), device=DEVICE)
     for _ in range(2):
@@ -159,7 +160,8 @@ def where(path: str) -> str:
 
 
 harvest = {}
-for program in PROGRAMS:
+chosen = set(sys.argv[1:])  # program names to run (default: all)
+for program in [p for p in PROGRAMS if not chosen or p.__name__ in chosen]:
     try:
         program()  # once outside: lazy set-up, compilation
         torch.cuda.synchronize()
