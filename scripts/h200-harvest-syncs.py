@@ -150,6 +150,141 @@ def torch_helpers() -> None:
 PROGRAMS = [detection, generate, lightning, geometric, audio, timm_train, metrics, torch_helpers]
 
 
+# The held-out set (fixtures/syncs/held-out.json): other code paths of these libraries and two more, harvested
+# after the classifier was tuned on the set above, and scored without tuning on it.
+def hf_trainer() -> None:
+    from transformers import BertConfig, BertForSequenceClassification, Trainer, TrainingArguments
+
+    config = BertConfig(vocab_size=500, hidden_size=64, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=128, num_labels=3)  # fmt: skip
+    data = [{"input_ids": torch.randint(0, 500, (16,)), "labels": torch.tensor(i % 3)} for i in range(32)]
+    args = TrainingArguments(output_dir=os.environ.get("OUT", "/tmp") + "/trainer", max_steps=4, logging_steps=1,
+                             per_device_train_batch_size=8, report_to=[], save_strategy="no")  # fmt: skip
+    Trainer(model=BertForSequenceClassification(config), args=args, train_dataset=data).train()
+
+
+def t5_beams() -> None:
+    from transformers import T5Config, T5ForConditionalGeneration
+
+    config = T5Config(vocab_size=300, d_model=64, d_kv=16, d_ff=128, num_layers=2, num_heads=4,
+                      decoder_start_token_id=0, pad_token_id=0, eos_token_id=1)  # fmt: skip
+    model = T5ForConditionalGeneration(config).to(DEVICE).eval()
+    ids = torch.randint(2, 300, (2, 10), device=DEVICE)
+    model.generate(ids, max_new_tokens=6, num_beams=2)
+
+
+def one_stage_detection() -> None:
+    from torchvision.models.detection import retinanet_resnet50_fpn, ssdlite320_mobilenet_v3_large
+
+    for build in (retinanet_resnet50_fpn, ssdlite320_mobilenet_v3_large):
+        model = build(weights=None, weights_backbone=None, num_classes=5).to(DEVICE)
+        images = [torch.rand(3, 320, 320, device=DEVICE) for _ in range(2)]
+        boxes = torch.tensor([[10.0, 20.0, 120.0, 150.0]], device=DEVICE)
+        targets = [{"boxes": boxes, "labels": torch.ones(1, dtype=torch.int64, device=DEVICE)} for _ in images]
+        sum(model(images, targets).values()).backward()
+        model.eval()
+        with torch.no_grad():
+            model(images)
+
+
+def geometric_more() -> None:
+    from torch_geometric.nn import GATv2Conv, SAGEConv, TopKPooling, global_max_pool
+    from torch_geometric.utils import k_hop_subgraph, negative_sampling, softmax, subgraph
+
+    x = torch.randn(60, 8, device=DEVICE)
+    edges = torch.randint(0, 60, (2, 200), device=DEVICE)
+    batch = torch.arange(60, device=DEVICE) // 20
+    h = GATv2Conv(8, 8).to(DEVICE)(SAGEConv(8, 8).to(DEVICE)(x, edges), edges)
+    TopKPooling(8).to(DEVICE)(h, edges, batch=batch)
+    global_max_pool(h, batch)
+    softmax(h[:, 0], batch)
+    negative_sampling(edges, num_nodes=60)
+    subgraph(torch.arange(30, device=DEVICE), edges)
+    k_hop_subgraph(3, 2, edges)
+
+
+def audio_more() -> None:
+    import torchaudio
+
+    model = torchaudio.models.Conformer(input_dim=80, num_heads=4, ffn_dim=128, num_layers=2,
+                                        depthwise_conv_kernel_size=31).to(DEVICE)  # fmt: skip
+    features, lengths = torch.randn(2, 50, 80, device=DEVICE), torch.tensor([50, 30], device=DEVICE)
+    model(features, lengths)
+    torchaudio.transforms.TimeMasking(10).to(DEVICE)(torch.randn(1, 80, 100, device=DEVICE))
+    waves = torch.randn(1, 1000, device=DEVICE)
+    torchaudio.functional.lfilter(waves, torch.tensor([1.0, 0.1], device=DEVICE), torch.tensor([1.0, 0.2], device=DEVICE))
+
+
+def timm_more() -> None:
+    import timm
+    from timm.data import Mixup
+    from timm.loss import SoftTargetCrossEntropy
+    from timm.utils import ModelEmaV3
+
+    model = timm.create_model("vit_tiny_patch16_224", num_classes=10, img_size=64, drop_path_rate=0.1).to(DEVICE)
+    ema = ModelEmaV3(model)
+    mixup = Mixup(mixup_alpha=0.8, cutmix_alpha=1.0, num_classes=10)
+    x, y = torch.randn(8, 3, 64, 64, device=DEVICE), torch.randint(0, 10, (8,), device=DEVICE)
+    x, soft = mixup(x, y)
+    SoftTargetCrossEntropy()(model(x), soft).backward()
+    ema.update(model)
+
+
+def metrics_more() -> None:
+    import torchmetrics
+    from torchmetrics.detection import MeanAveragePrecision
+
+    f1 = torchmetrics.classification.MulticlassF1Score(num_classes=5, average="macro").to(DEVICE)
+    confusion = torchmetrics.classification.MulticlassConfusionMatrix(num_classes=5).to(DEVICE)
+    spearman = torchmetrics.SpearmanCorrCoef().to(DEVICE)
+    logits, y = torch.randn(40, 5, device=DEVICE), torch.randint(0, 5, (40,), device=DEVICE)
+    f1.update(logits, y)
+    confusion.update(logits, y)
+    spearman.update(torch.randn(40, device=DEVICE), torch.randn(40, device=DEVICE))
+    f1.compute()
+    confusion.compute()
+    spearman.compute()
+    m_ap = MeanAveragePrecision().to(DEVICE)
+    box = torch.tensor([[10.0, 10.0, 50.0, 50.0]], device=DEVICE)
+    m_ap.update([{"boxes": box, "scores": torch.tensor([0.9], device=DEVICE), "labels": torch.tensor([1], device=DEVICE)}],
+                [{"boxes": box, "labels": torch.tensor([1], device=DEVICE)}])  # fmt: skip
+    m_ap.compute()
+
+
+def lightning_more() -> None:
+    import pytorch_lightning as pl
+    from pytorch_lightning.callbacks import EarlyStopping, ModelCheckpoint
+
+    class Module(pl.LightningModule):
+        def __init__(self) -> None:
+            super().__init__()
+            self.layer = torch.nn.Linear(16, 2)
+
+        def training_step(self, batch, _index):
+            x, y = batch
+            loss = torch.nn.functional.cross_entropy(self.layer(x), y)
+            self.log("train_loss", loss, on_step=True, on_epoch=True)
+            return loss
+
+        def validation_step(self, batch, _index):
+            x, y = batch
+            self.log("val_loss", torch.nn.functional.cross_entropy(self.layer(x), y))
+
+        def configure_optimizers(self):
+            return torch.optim.Adam(self.parameters())
+
+    data = torch.utils.data.TensorDataset(torch.randn(32, 16), torch.randint(0, 2, (32,)))
+    loader = torch.utils.data.DataLoader(data, batch_size=8)
+    callbacks = [ModelCheckpoint(dirpath=os.environ.get("OUT", "/tmp") + "/ckpt", monitor="val_loss"),
+                 EarlyStopping(monitor="val_loss")]  # fmt: skip
+    pl.Trainer(max_epochs=2, accelerator="gpu", devices=1, logger=False, callbacks=callbacks,
+               enable_model_summary=False, enable_progress_bar=False).fit(Module(), loader, loader)  # fmt: skip
+
+
+HELD_OUT = [hf_trainer, t5_beams, one_stage_detection, geometric_more, audio_more, timm_more, metrics_more,
+            lightning_more]  # fmt: skip
+
+
 def where(path: str) -> str:
     """The file from its package's folder on (site-packages/torchvision/ops/boxes.py -> torchvision/ops/boxes.py)."""
     parts = Path(path).parts
@@ -161,7 +296,9 @@ def where(path: str) -> str:
 
 harvest = {}
 chosen = set(sys.argv[1:])  # program names to run (default: all)
-for program in [p for p in PROGRAMS if not chosen or p.__name__ in chosen]:
+if "held-out" in chosen:
+    chosen = {p.__name__ for p in HELD_OUT}
+for program in [p for p in PROGRAMS + HELD_OUT if (p in PROGRAMS and not chosen) or p.__name__ in chosen]:
     try:
         program()  # once outside: lazy set-up, compilation
         torch.cuda.synchronize()
