@@ -174,14 +174,20 @@ def cpu_only_export(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder / "run.sqlite"
 
 
-def remove_stale_nsys_state() -> list[Path]:
+def remove_stale_nsys_state(untouched_s: float = 0.0) -> list[Path]:
     """Remove what a killed nsys left in /dev/shm (nsync.nsys.leftovers), which can stop every later nsys from
-    starting: a test that kills nsys cleans up after itself, and the suite starts on a machine where nsys starts."""
+    starting: a test that kills nsys cleans up after itself, and the suite starts on a machine where nsys starts.
+    ``untouched_s``: only state that no session has written for that long (another suite may be starting one)."""
+    import time
+
     from nsync.nsys.leftovers import stale_session_state
 
-    removed = stale_session_state()
-    for state in removed:
-        state.unlink(missing_ok=True)
+    removed = []
+    for state in stale_session_state():
+        with contextlib.suppress(OSError):
+            if time.time() - state.stat().st_mtime >= untouched_s:
+                state.unlink()
+                removed.append(state)
     return removed
 
 
@@ -191,11 +197,11 @@ def nsys_starts() -> None:
     killed nsys left is removed, each with a warning in the suite's summary."""
     from nsync.nsys.hang import processes, stop_agents
 
-    running = processes()
     orphans = {int(name.rsplit("-", 1)[1]) for pid in _nsys_agents() for name in _session_names(pid)}
+    running = processes()  # read after the agents: an nsys that started meanwhile is in it, and keeps its agent
     for nsys_pid in orphans - set(running):
         warnings.warn(f"stopped {stop_agents(nsys_pid)} agent(s) of an nsys that is gone", stacklevel=1)
-    removed = remove_stale_nsys_state()
+    removed = remove_stale_nsys_state(untouched_s=60)
     if removed:
         warnings.warn(f"removed nsys state that a killed nsys had left behind: {removed}", stacklevel=1)
 

@@ -162,7 +162,7 @@ def run_capture(nsys: Nsys, command: Sequence[str], options: CaptureOptions, say
             "The hang is intermittent (nsys 2022.4 with CPU sampling): run again, or capture with --no-cpu-sampling"
         )
     if report is None:
-        left = stale_session_state()
+        left = stale_session_state() if code > 0 else []  # (nsys that failed to start exits 1)
         raise NsysError(
             f"nsys exited with code {code} and wrote no report ({options.base}.nsys-rep){advice(left) if left else ''}"
         )
