@@ -18,9 +18,7 @@ import numpy as np
 import pandas as pd
 
 from nsync.config import AnalysisConfig
-from nsync.errors import TraceError
-from nsync.jsonfile import read_versioned
-from nsync.report.typed import typed
+from nsync.report.typed import read_typed
 
 if TYPE_CHECKING:
     from nsync.analysis import Analysis
@@ -729,8 +727,4 @@ def report_to_dict(report: Report) -> dict[str, Any]:
 
 def read_report(path: Path) -> Report:
     """A result that ``nsync analyze --json`` wrote. Anything else is a one-line error (nsync.jsonfile)."""
-    data = read_versioned(path, SCHEMA, "an nsync result")
-    try:
-        return typed(Report, data, "")
-    except ValueError as error:
-        raise TraceError(f"{path}: not an nsync result: {error}") from None
+    return read_typed(Report, path, SCHEMA, "an nsync result")

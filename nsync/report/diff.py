@@ -9,10 +9,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nsync.comparison import NOISE_FLOOR_PCT, SCHEMA, Change, StepTimes
-from nsync.errors import TraceError
-from nsync.jsonfile import read_versioned
 from nsync.report.analysis import Timeline, ns_to_ms, timeline_of, where
-from nsync.report.typed import typed
+from nsync.report.typed import read_typed
 
 if TYPE_CHECKING:
     from nsync.analysis import Analysis
@@ -134,14 +132,12 @@ def _site(row: dict[str, Any]) -> DiffSite:
 
 def read_diff_report(path: Path) -> DiffReport:
     """A diff that ``nsync diff --json`` wrote (less the timelines, which the JSON does not hold)."""
-    data = read_versioned(path, SCHEMA, "an nsync diff")
+    return read_typed(DiffReport, path, SCHEMA, "an nsync diff", _unprofiled_apart)
+
+
+def _unprofiled_apart(data: dict[str, Any]) -> None:
+    """The JSON's ``step_ms.unprofiled_*`` keys back into StepTimes.unprofiled (diff_report_to_dict's inverse)."""
     step = data.get("step_ms")
     if isinstance(step, dict):
-        unprofiled = {
-            key.removeprefix("unprofiled_"): step.pop(key) for key in list(step) if key.startswith("unprofiled_")
-        }
-        step["unprofiled"] = unprofiled or None
-    try:
-        return typed(DiffReport, data, "")
-    except ValueError as error:
-        raise TraceError(f"{path}: not an nsync diff: {error}") from None
+        keys = [key for key in step if key.startswith("unprofiled_")]
+        step["unprofiled"] = {key.removeprefix("unprofiled_"): step.pop(key) for key in keys} or None

@@ -6,10 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from nsync.errors import TraceError
-from nsync.jsonfile import read_versioned
 from nsync.report.analysis import Report
-from nsync.report.typed import typed
+from nsync.report.typed import read_typed
 
 
 @dataclass(frozen=True)
@@ -55,8 +53,4 @@ SCHEMA = "nsync.ranks/1"
 
 def read_ranks_report(path: Path) -> RanksReport:
     """The lined-up ranks that ``nsync ranks --json`` wrote."""
-    data = read_versioned(path, SCHEMA, "an nsync ranks result")
-    try:
-        return typed(RanksReport, data, "")
-    except ValueError as error:
-        raise TraceError(f"{path}: not an nsync ranks result: {error}") from None
+    return read_typed(RanksReport, path, SCHEMA, "an nsync ranks result")

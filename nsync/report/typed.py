@@ -6,7 +6,28 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
-from typing import Any
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from nsync.errors import TraceError
+from nsync.jsonfile import read_versioned
+
+Kind = TypeVar("Kind")
+
+
+def read_typed(
+    kind: type[Kind], path: Path, schema: str, what: str, prepare: Callable[[dict[str, Any]], None] | None = None
+) -> Kind:
+    """The ``kind`` report that ``path`` holds, written under ``schema`` (``what`` names such a file in the
+    errors); ``prepare`` turns the JSON's shape into the dataclasses' first where they differ."""
+    data = read_versioned(path, schema, what)
+    if prepare is not None:
+        prepare(data)
+    try:
+        return typing.cast(Kind, typed(kind, data, ""))
+    except ValueError as error:
+        raise TraceError(f"{path}: not {what}: {error}") from None
 
 
 def typed(kind: Any, value: Any, where: str) -> Any:
