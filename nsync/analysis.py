@@ -12,18 +12,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from nsync.attribute import attribute_syncs, device_busy, lead_curves
 from nsync.calibration import Calibration
-from nsync.callsites import assign_stacks, label_callsites, rank_callsites
 from nsync.config import AnalysisConfig
-from nsync.detect import detect_syncs, is_relevant_api
-from nsync.excerpt import TimelineExcerpt, timeline_excerpt
 from nsync.keys import dense_codes
 from nsync.load import CallsiteSource, Trace, load_trace
-from nsync.phases import PHASE_COLUMNS, PHASE_SITE_COLUMNS, phase_intervals, phase_table
-from nsync.replay import ReplaySkipped, WhatIf, what_if
 from nsync.settings import setting
-from nsync.steps import Steps, empty_steps_table, find_steps, gpu_step_times, launched_in_steps
+from nsync.stages.attribute import attribute_syncs, device_busy, lead_curves
+from nsync.stages.callsites import assign_stacks, label_callsites, rank_callsites
+from nsync.stages.detect import detect_syncs, is_relevant_api
+from nsync.stages.excerpt import TimelineExcerpt, timeline_excerpt
+from nsync.stages.phases import PHASE_COLUMNS, PHASE_SITE_COLUMNS, phase_intervals, phase_table
+from nsync.stages.replay import ReplaySkipped, WhatIf, what_if
+from nsync.stages.steps import Steps, empty_steps_table, find_steps, gpu_step_times, launched_in_steps
 from nsync.waiting import result
 
 SCHEMA = "nsync.analysis/1"

@@ -23,12 +23,12 @@ import pandas as pd
 
 from nsync.analysis import analyze
 from nsync.config import AnalysisConfig
-from nsync.detect import is_relevant_api
 from nsync.errors import UsageError
 from nsync.load import Trace, load_trace, split_processes
 from nsync.load.budget import SAFETY, available_memory_bytes
 from nsync.report.analysis import Report, build_report, ns_to_ms, where
 from nsync.report.ranks import SCHEMA, RankFacts, RanksReport, Straggler
+from nsync.stages.detect import is_relevant_api
 from nsync.version import DISTRIBUTION
 
 COLLECTIVE_KERNEL = re.compile(r"^nccl", re.IGNORECASE)  # ncclDevKernel_AllReduce_Sum_f32_RING_LL, ncclKernel_...

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from nsync.callsites import callsite_frame, is_user_file
 from nsync.load import Frame
+from nsync.stages.callsites import callsite_frame, is_user_file
 from tests.tracebuilder import DEVICE, DTOH, PAGEABLE, TraceBuilder
 
 SITE = "/opt/venv/lib/python3.12/site-packages"

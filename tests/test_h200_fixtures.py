@@ -6,8 +6,8 @@ import sqlite3
 
 import pytest
 
-from nsync.detect import SyncKind
 from nsync.load import load_trace
+from nsync.stages.detect import SyncKind
 from tests.conftest import PROBE_LINES
 
 

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from nsync.callsites import hint_for
-from nsync.detect import SyncKind
 from nsync.errors import NsysError
 from nsync.load.model import Frame
 from nsync.nsys.capture import export_sqlite
 from nsync.nsys.locate import describe, find_nsys
+from nsync.stages.callsites import hint_for
+from nsync.stages.detect import SyncKind
 from tests.conftest import interruptible
 from tests.test_cli import NSYNC, ROOT, assert_one_line_error, run
 from tests.test_real_nsys import needs_nsys

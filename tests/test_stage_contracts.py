@@ -8,10 +8,10 @@ import pandas as pd
 import pytest
 
 from nsync import analyze, load_trace
-from nsync.attribute import ATTRIBUTED_COLUMNS
-from nsync.callsites import CALLSITE_COLUMNS, LABEL_COLUMNS, STACK_COLUMNS
-from nsync.detect import SYNC_COLUMNS, SYNC_ORDER, detect_syncs, is_relevant_api
 from nsync.load.model import API_COLUMNS, EVENT_LINK_COLUMNS, GPU_OP_COLUMNS
+from nsync.stages.attribute import ATTRIBUTED_COLUMNS
+from nsync.stages.callsites import CALLSITE_COLUMNS, LABEL_COLUMNS, STACK_COLUMNS
+from nsync.stages.detect import SYNC_COLUMNS, SYNC_ORDER, detect_syncs, is_relevant_api
 from tests.test_cli import ROOT
 
 TRACES = [ROOT / "fixtures/h200/print_deg.sqlite.xz", ROOT / "fixtures/h200/p2.sqlite.xz"]

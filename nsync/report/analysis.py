@@ -22,7 +22,7 @@ from nsync.report.typed import read_typed
 
 if TYPE_CHECKING:
     from nsync.analysis import Analysis
-    from nsync.excerpt import TimelineExcerpt
+    from nsync.stages.excerpt import TimelineExcerpt
 
 SCHEMA = "nsync.analysis/1"
 NS_PER_MS = 1e6
@@ -322,7 +322,7 @@ class GpuUtilisation:
 
 @dataclass(frozen=True)
 class Timeline:
-    """A slice of the trace around representative steps (nsync.excerpt), for the HTML report to draw."""
+    """A slice of the trace around representative steps (nsync.stages.excerpt), for the HTML report to draw."""
 
     start_ns: int
     end_ns: int

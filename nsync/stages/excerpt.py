@@ -11,9 +11,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from nsync.attribute import LeadCurve
 from nsync.load import Trace, thread_labels
-from nsync.steps import Steps
+from nsync.stages.attribute import LeadCurve
+from nsync.stages.steps import Steps
 
 MAX_OPS = 6000
 MAX_CALLS = 6000

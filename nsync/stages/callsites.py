@@ -16,9 +16,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from nsync.detect import SyncKind
 from nsync.keys import codes_in, take_matched
 from nsync.load import CallsiteSource, Frame, Stack, StackTable, Trace
+from nsync.stages.detect import SyncKind
 
 # PyTorch's own files: installed, or in a source tree (``.../torch/nn/...``); not any folder named torch
 TORCH_FILE = (

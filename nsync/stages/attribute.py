@@ -30,8 +30,8 @@ import pandas as pd
 
 from nsync.config import AnalysisConfig
 from nsync.load import Trace
-from nsync.steps import Steps, step_containing
-from nsync.timeline import BusyUnion, group_codes, latest_at, rows_by_key, running_max_at
+from nsync.stages.steps import Steps, step_containing
+from nsync.stages.timeline import BusyUnion, group_codes, latest_at, rows_by_key, running_max_at
 
 NO_TIME = np.iinfo(np.int64).max
 # what attribute_syncs adds to detect's SYNC_COLUMNS (the rows keep detect's SYNC_ORDER)

@@ -25,10 +25,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from nsync.detect import SyncKind
 from nsync.settings import setting
-from nsync.steps import Steps, gpu_step_times, launched_in_steps
-from nsync.timeline import GroupedTimes, group_codes
+from nsync.stages.detect import SyncKind
+from nsync.stages.steps import Steps, gpu_step_times, launched_in_steps
+from nsync.stages.timeline import GroupedTimes, group_codes
 
 DEFAULT_LATENCY_NS = 5_000
 STREAM_KEYS = ("global_pid", "device_id", "stream_id")

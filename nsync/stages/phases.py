@@ -14,9 +14,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from nsync.callsites import SITE_KEYS
-from nsync.steps import Steps, interval_containing
-from nsync.timeline import BusyUnion
+from nsync.stages.callsites import SITE_KEYS
+from nsync.stages.steps import Steps, interval_containing
+from nsync.stages.timeline import BusyUnion
 
 START_UP, MAIN_LOOP, BETWEEN_STEPS, TEARDOWN = "start-up", "main loop", "between steps", "teardown"
 WHOLE_TRACE = "whole trace"  # no steps: one phase

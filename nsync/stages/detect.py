@@ -11,7 +11,7 @@ import pandas as pd
 
 from nsync.keys import match_rows, take_matched
 from nsync.load import Trace
-from nsync.timeline import latest_at, rows_by_key
+from nsync.stages.timeline import latest_at, rows_by_key
 
 DEVICE_SYNC_APIS = frozenset({"cudaDeviceSynchronize", "cudaThreadSynchronize", "cuCtxSynchronize"})
 STREAM_SYNC_APIS = frozenset({"cudaStreamSynchronize", "cuStreamSynchronize"})
