@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nsync.stages import timeline
 from nsync.keys import DIRECT_RANGE, codes_in, dense_codes, match_rows
+from nsync.stages import timeline
 from nsync.stages.timeline import BusyUnion, group_codes, latest_holding, rows_by_key
 
 RNG = np.random.default_rng(7)
