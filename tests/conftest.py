@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import lzma
-import os
 import shutil
 import signal
 import subprocess
@@ -63,12 +62,20 @@ def _nsys_agents() -> set[int]:
 
 @pytest.fixture(scope="session", autouse=True)
 def no_nsys_agent_outlives_the_suite() -> Iterator[None]:
-    """Debian's nsys 2022.4 can leave its agent daemon spinning after a hang; never leave one behind."""
+    """Debian's nsys 2022.4 can leave its agent daemon spinning after a hang; never leave one behind. Only an
+    agent whose ``nsys profile`` is gone is stopped: a live one may be another suite's capture in progress."""
     before = _nsys_agents()
     yield
-    for pid in _nsys_agents() - before:
-        with contextlib.suppress(OSError):
-            os.kill(pid, signal.SIGKILL)
+    _stop_orphaned_agents(_nsys_agents() - before)
+
+
+def _stop_orphaned_agents(agents: set[int]) -> int:
+    """Stop (SIGTERM, then SIGKILL: nsync.nsys.hang.stop_agents) the agents of ``agents`` whose nsys is gone."""
+    from nsync.nsys.hang import processes, stop_agents
+
+    orphans = {int(name.rsplit("-", 1)[1]) for pid in agents for name in _session_names(pid)}
+    running = processes()  # read after the agents: an nsys that started meanwhile is in it, and keeps its agent
+    return sum(stop_agents(nsys_pid) for nsys_pid in orphans - set(running))
 
 
 def _decompressed(tmp_path_factory: pytest.TempPathFactory, folder: str) -> Callable[[str], Path]:
@@ -195,12 +202,9 @@ def remove_stale_nsys_state(untouched_s: float = 0.0) -> list[Path]:
 def nsys_starts() -> None:
     """Agents whose ``nsys profile`` is gone (a run before this one killed it) are stopped, then the state a
     killed nsys left is removed, each with a warning in the suite's summary."""
-    from nsync.nsys.hang import processes, stop_agents
-
-    orphans = {int(name.rsplit("-", 1)[1]) for pid in _nsys_agents() for name in _session_names(pid)}
-    running = processes()  # read after the agents: an nsys that started meanwhile is in it, and keeps its agent
-    for nsys_pid in orphans - set(running):
-        warnings.warn(f"stopped {stop_agents(nsys_pid)} agent(s) of an nsys that is gone", stacklevel=1)
+    stopped = _stop_orphaned_agents(_nsys_agents())
+    if stopped:
+        warnings.warn(f"stopped {stopped} agent(s) of an nsys that is gone", stacklevel=1)
     removed = remove_stale_nsys_state(untouched_s=60)
     if removed:
         warnings.warn(f"removed nsys state that a killed nsys had left behind: {removed}", stacklevel=1)
