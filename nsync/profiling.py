@@ -12,7 +12,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from nsync.analysis import Analysis, analyze
-from nsync.calibration import Calibration, CalibrationRun, beside, run_calibration, write_calibration
+from nsync.calibration import Calibration, beside, write_calibration
+from nsync.calibration_run import CalibrationRun, run_calibration
 from nsync.config import AnalysisConfig
 from nsync.errors import UsageError
 from nsync.nsys import CaptureOptions, WindowNeverOpened, export_sqlite, find_nsys, run_capture

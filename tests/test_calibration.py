@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from nsync.calibration import SCHEMA, beside, read_calibration, run_calibration, write_calibration
+from nsync.calibration import SCHEMA, beside, read_calibration, write_calibration
+from nsync.calibration_run import run_calibration
 from nsync.errors import TraceError
 from nsync.nsys import inject
 from nsync.nsys.inject import STEP_MARK

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from nsync.calibration import run_calibration
+from nsync.calibration_run import run_calibration
 from nsync.nsys.inject import STEP_MARK, WINDOW_RANGE
 from nsync.nsys.window import CaptureWindow, is_python
 from tests.test_calibration import fake_torch

@@ -82,7 +82,7 @@ def _write_timings():
     # where the window began, per source: the intervals from that index on are the captured steps'
     began = {k: v for k, v in _window.began_at.items() if k in intervals}
     with open(path, "w") as handle:
-        # nsync.calibration.RUN_SCHEMA, written as a literal: this file must not import nsync
+        # nsync.calibration_run.RUN_SCHEMA, written as a literal: this file must not import nsync
         json.dump({"schema": "nsync.calibration-run/1", "intervals_ns": intervals, "window_from": began}, handle)
 
 

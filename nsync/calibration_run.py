@@ -1,0 +1,86 @@
+"""The calibration run: the program once without the profiler, its steps timed by nsync's sitecustomize
+(nsync/nsys/inject) in its calibration mode; what it gives is a :class:`nsync.calibration.Calibration`.
+Capture side: nsync.profile runs it before the capture; the analysis only reads its result."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from nsync.calibration import Calibration, intervals_of
+from nsync.nsys import inject
+from nsync.nsys.window import CaptureWindow, WindowOutcome, outcome
+
+RUN_SCHEMA = "nsync.calibration-run/1"  # what the sitecustomize writes (one file per process)
+Say = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class CalibrationRun:
+    """What the calibration run gave: its timings (None: it timed no steps) and what its window saw."""
+
+    calibration: Calibration | None
+    window: WindowOutcome | None
+    exit_code: int
+    wall_s: float
+
+
+def run_calibration(
+    command: Sequence[str], target: Path, say: Say, window: CaptureWindow | None = None
+) -> CalibrationRun | None:
+    """Run ``command`` without the profiler, timing its steps; with ``window``, ended after it as the capture
+    will be. The program's output goes where it would; None (and a note) when it could not start. The
+    timings are not written: :func:`write_calibration` does that for what the capture will hold."""
+    with tempfile.TemporaryDirectory(prefix="nsync-calibrate-") as scratch:
+        env = {**os.environ, "NSYNC_CALIBRATE_DIR": scratch}
+        env["PYTHONPATH"] = inject.pythonpath(env.get("PYTHONPATH"))
+        if window is not None:
+            env.update(window.env(Path(scratch), ending=True))
+        began = time.monotonic()
+        try:
+            code = subprocess.run(list(command), env=env, check=False).returncode
+        except OSError as err:
+            say(f"note: calibration run could not start ({err.strerror}): predictions will be uncalibrated")
+            return None
+        wall_s = time.monotonic() - began
+        runs = [_read_run(path) for path in sorted(Path(scratch).glob("calibration-*.json"))]
+        seen = outcome(Path(scratch)) if window is not None else None
+    ended_by_nsync = seen is not None and seen.ended_program
+    if code != 0 and not ended_by_nsync:
+        say(f"note: the calibration run exited with code {code}")
+    timed = [run for run in runs if run[0]]
+    if not timed:
+        say(
+            "note: the calibration run timed no steps (no optimizer step or NVTX range on a CUDA stream): "
+            "predictions will be uncalibrated"
+        )
+        return CalibrationRun(None, seen, code, wall_s)
+    # the process that timed most steps is the training one (not a data-loader worker)
+    intervals, window_from = max(timed, key=lambda run: max(len(v) for v in run[0].values()))
+    calibration = Calibration(target, intervals, tuple(command), code, wall_s, window_from)
+    return CalibrationRun(calibration, seen, code, wall_s)
+
+
+def _read_run(path: Path) -> tuple[dict[str, np.ndarray], dict[str, int]]:
+    """One process's timings, and where its window began in each (empty when unreadable)."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}, {}
+    if not isinstance(data, dict) or data.get("schema") != RUN_SCHEMA:
+        return {}, {}
+    began = data.get("window_from")
+    window_from = (
+        {k: v for k, v in began.items() if isinstance(k, str) and isinstance(v, int) and v >= 0}
+        if isinstance(began, dict)
+        else {}
+    )
+    return intervals_of(data.get("intervals_ns"), path), window_from
