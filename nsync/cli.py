@@ -268,51 +268,44 @@ def analyze_command(
     TRACE is the nsys SQLite export (.sqlite or .sqlite.xz, from 'nsys export --type sqlite
     --include-blobs=true'), or an .nsys-rep when nsys is installed."""
     outputs = Outputs(json=json_path, html=html_path, markdown=markdown_path, db=db_path)
-    if saved is not None:
-        analysis_flags = {
-            "TRACE": trace,
-            "--step-range": step_range,
-            "--step-kernel": step_kernel,
-            "--warmup-steps": warmup_steps,
-            "--window": window,
-            "--max-memory": max_memory,
-            "--db": db_path,
-            "--calibration": calibration_file,
-            "--no-calibrate": None if calibrate else True,
-        }
-        given = [flag for flag, value in analysis_flags.items() if value is not None]
-        if given:
-            need = "needs" if len(given) == 1 else "need"
-            raise UsageError(f"--from renders a saved result as it is: {', '.join(given)} {need} a trace to analyse")
+    analysis: nsync.Analysis | None = None
+    if saved is not None:  # render a saved result: no flag that needs a trace
+        _refuse_with_from(TRACE=trace, **{"--step-range": step_range, "--step-kernel": step_kernel,
+                          "--warmup-steps": warmup_steps, "--window": window, "--max-memory": max_memory,
+                          "--db": db_path, "--calibration": calibration_file,
+                          "--no-calibrate": None if calibrate else True})  # fmt: skip
         outputs.check(saved)
         report = nsync.read_report(saved)
-        complete = _emit(report, top, outputs, source_dir, quiet=quiet, verbose=verbose)
-        if fail_above is not None:
-            _gate(lambda: gates.fail_above(report, fail_above), "--fail-above", pass_inconclusive)
-        if not complete:
-            raise typer.Exit(1)
-        return
-    if trace is None:
-        raise UsageError(
-            "Missing argument 'TRACE': the trace to analyse (or --from RESULT.json, a saved result to render)"
+    else:
+        if trace is None:
+            raise UsageError(
+                "Missing argument 'TRACE': the trace to analyse (or --from RESULT.json, a saved result to render)"
+            )
+        outputs.check(trace)
+        config = AnalysisConfig(
+            step_range=step_range,
+            step_kernel=step_kernel,
+            warmup_steps=warmup_steps,
+            window_s=parse_window(window),
+            max_memory_bytes=None if max_memory is None else parse_size(max_memory),
         )
-    outputs.check(trace)
-    config = AnalysisConfig(
-        step_range=step_range,
-        step_kernel=step_kernel,
-        warmup_steps=warmup_steps,
-        window_s=parse_window(window),
-        max_memory_bytes=None if max_memory is None else parse_size(max_memory),
-    )
-    calibration = _calibration(trace, calibrate, calibration_file)
-    with err.status("loading trace", spinner="dots") as status:
-        result = nsync.analyze(trace, config, progress=progress(status), calibration=calibration)
-    report = nsync.build_report(result)
-    complete = _emit(report, top, outputs, source_dir, result, quiet=quiet, verbose=verbose)
+        calibration = _calibration(trace, calibrate, calibration_file)
+        with err.status("loading trace", spinner="dots") as status:
+            analysis = nsync.analyze(trace, config, progress=progress(status), calibration=calibration)
+        report = nsync.build_report(analysis)
+    complete = _emit(report, top, outputs, source_dir, analysis, quiet=quiet, verbose=verbose)
     if fail_above is not None:
         _gate(lambda: gates.fail_above(report, fail_above), "--fail-above", pass_inconclusive)
     if not complete:
         raise typer.Exit(1)
+
+
+def _refuse_with_from(**given: object) -> None:
+    """--from renders a saved result as it is: the flags (and TRACE) that need a trace are refused."""
+    named = [flag for flag, value in given.items() if value is not None]
+    if named:
+        need = "needs" if len(named) == 1 else "need"
+        raise UsageError(f"--from renders a saved result as it is: {', '.join(named)} {need} a trace to analyse")
 
 
 def _calibration(trace: Path, use: bool, explicit: Path | None = None) -> Calibration | None:
