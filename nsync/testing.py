@@ -22,6 +22,7 @@ check: sync_free then skips the test (unittest.SkipTest, which pytest and unitte
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import linecache
 import os
@@ -146,8 +147,9 @@ class SyncFound(AssertionError):
 
     def __init__(self, syncs: list[Sync]) -> None:
         self.syncs = syncs
+        counts = collections.Counter(syncs)  # a line that syncs in a loop is said once, with its count
         lines = [f"{len(syncs)} CUDA sync(s) in code that must not sync:"]
-        lines += [f"  {sync}" for sync in syncs]
+        lines += [f"  {sync}" if n == 1 else f"  {n} x {sync}" for sync, n in counts.items()]
         lines.append("  (allow one with sync_free(allow=['file.py:LINE']) where the sync is accepted)")
         super().__init__("\n".join(lines))
 

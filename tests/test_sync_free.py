@@ -99,7 +99,7 @@ def test_every_sync_is_named_at_the_callers_line_with_its_pattern_and_fix(user: 
         ("train.py:6", "degraded", "value read", "false")
     ] * 2
     message = str(found.value)
-    assert message.startswith("2 CUDA sync(s) in code that must not sync:\n  train.py:6 in degraded(): return [v")
+    assert message.startswith("2 CUDA sync(s) in code that must not sync:\n  2 x train.py:6 in degraded(): return [v")
     assert "return [v.item() for v in values]  # line 6" in message
     assert "torch.stack them and copy once" in message
 
