@@ -7,8 +7,10 @@ branching on version numbers.
 
 from __future__ import annotations
 
+import functools
 import os
 import sqlite3
+import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -245,6 +247,7 @@ def _with_adbc(path: Path, sql: str, params: tuple[object, ...], consume: Callab
         import pyarrow as pa
     except ImportError:
         return None
+    _plain_blocking_calls()
     try:
         with adbc.connect(path.resolve().as_uri() + "?mode=ro") as conn, conn.cursor() as cursor:
             cursor.adbc_statement.set_options(**{"adbc.sqlite.query.batch_rows": str(BATCH_ROWS)})
@@ -252,6 +255,22 @@ def _with_adbc(path: Path, sql: str, params: tuple[object, ...], consume: Callab
             return consume(cursor.fetch_record_batch())
     except (adbc.Error, OSError, pa.ArrowException, TypeError, ValueError):
         return None
+
+
+@functools.cache
+def _plain_blocking_calls() -> None:
+    """ADBC swaps Python's SIGINT handler for its own during each blocking call (on the main thread), and on a
+    Ctrl-C asks the statement to cancel: the query then fails, sqlite3 reads it again, and the Ctrl-C is lost
+    (seen: a Ctrl-C during the loading let the analysis run to its end). Its calls are made plainly instead,
+    so that Python's own handler raises KeyboardInterrupt as soon as the call returns."""
+
+    def plain(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], _cancel: object) -> Any:
+        return func(*args, **kwargs)
+
+    for name in ("adbc_driver_manager._lib", "adbc_driver_manager.dbapi"):
+        module = sys.modules.get(name)
+        if module is not None and hasattr(module, "_blocking_call"):
+            module._blocking_call = plain  # type: ignore[attr-defined]
 
 
 class Int64Columns:

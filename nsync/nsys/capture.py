@@ -258,21 +258,30 @@ POLL_S = 0.5
 def _until_exit(nsys: Nsys, proc: subprocess.Popen[bytes], watch: HangWatch, say: Say) -> tuple[int, bool, bool]:
     interrupted = False
     while True:
-        try:
-            return proc.wait(timeout=POLL_S), interrupted, False
-        except subprocess.TimeoutExpired:  # noqa: PERF203 -- one poll every POLL_S
+        try:  # a Ctrl-C is handled wherever it lands in the poll, the hang check included
+            code = _exit_code(proc, POLL_S)
+            if code is not None:
+                return code, interrupted, False
             if watch.hung():
                 say(
                     f"nsys made no progress for {watch.quiet_s:.0f} s after the program ended (nsys 2022.4 with "
                     "CPU sampling hangs so now and then): shutting it down"
                 )
                 return stop_nsys(nsys, proc), interrupted, True
-        except KeyboardInterrupt:
+        except KeyboardInterrupt:  # noqa: PERF203 -- one poll every POLL_S
             if interrupted:  # a second Ctrl-C: stop waiting for nsys to finish its report
                 stop_nsys(nsys, proc, gently=False)
                 raise
             interrupted = True
             say("interrupted: waiting for nsys to write what it captured (Ctrl-C again to abort)")
+
+
+def _exit_code(proc: subprocess.Popen[bytes], wait_s: float) -> int | None:
+    """nsys's exit code, or None while it still runs after ``wait_s``."""
+    try:
+        return proc.wait(timeout=wait_s)
+    except subprocess.TimeoutExpired:
+        return None
 
 
 STOP_WAIT_S = 20
