@@ -69,11 +69,11 @@ def no_nsys_agent_outlives_the_suite() -> Iterator[None]:
     _stop_orphaned_agents(_nsys_agents() - before)
 
 
-def _stop_orphaned_agents(agents: set[int]) -> int:
-    """Stop (SIGTERM, then SIGKILL: nsync.nsys.hang.stop_agents) the agents of ``agents`` whose nsys is gone."""
-    from nsync.nsys.hang import processes, stop_agents
+def _stop_orphaned_agents(pids: set[int]) -> int:
+    """Stop (SIGTERM, then SIGKILL: nsync.nsys.hang.stop_agents) the agents of ``pids`` whose nsys is gone."""
+    from nsync.nsys.hang import agents, processes, stop_agents
 
-    orphans = {int(name.rsplit("-", 1)[1]) for pid in agents for name in _session_names(pid)}
+    orphans = {int(name.rsplit("-", 1)[1]) for pid, name in agents() if pid in pids and name[-1:].isdigit()}
     running = processes()  # read after the agents: an nsys that started meanwhile is in it, and keeps its agent
     return sum(stop_agents(nsys_pid) for nsys_pid in orphans - set(running))
 
@@ -208,14 +208,6 @@ def nsys_starts() -> None:
     removed = remove_stale_nsys_state(untouched_s=60)
     if removed:
         warnings.warn(f"removed nsys state that a killed nsys had left behind: {removed}", stacklevel=1)
-
-
-def _session_names(pid: int) -> list[str]:
-    try:
-        words = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
-    except OSError:
-        return []
-    return [w.split("=", 1)[1] for w in words if w.startswith("--session-name=") and w[-1:].isdigit()]
 
 
 def interruptible() -> None:

@@ -124,9 +124,9 @@ class HangWatch:
         return sorted(states)
 
 
-def session_agents(nsys_pid: int) -> list[tuple[int, str]]:
-    """(pid, session name) of the agents of the session that ``nsys profile`` (``nsys_pid``) started: their
-    command line holds ``--start-agent --session-name=profile-<program>-<nsys pid>``."""
+def agents() -> list[tuple[int, str]]:
+    """(pid, session name) of every nsys agent running: its command line holds ``--start-agent
+    --session-name=profile-<program>-<nsys pid>``."""
     found = []
     for pid in processes():
         try:
@@ -135,9 +135,14 @@ def session_agents(nsys_pid: int) -> list[tuple[int, str]]:
         except OSError:
             continue
         names = [w.decode(errors="replace").split("=", 1)[1] for w in words if w.startswith(b"--session-name=")]
-        if b"--start-agent" in words and names and names[0].endswith(f"-{nsys_pid}"):
+        if b"--start-agent" in words and names:
             found.append((pid, names[0]))
     return found
+
+
+def session_agents(nsys_pid: int) -> list[tuple[int, str]]:
+    """(pid, session name) of the agents of the session that ``nsys profile`` (``nsys_pid``) started."""
+    return [(pid, name) for pid, name in agents() if name.endswith(f"-{nsys_pid}")]
 
 
 AGENT_GRACE_S = 3.0  # an agent asked to stop cleans up within a fraction of a second (seen with 2022.4)
