@@ -17,6 +17,7 @@ from nsync.config import AnalysisConfig
 from nsync.keys import dense_codes
 from nsync.load import CallsiteSource, Trace, load_trace
 from nsync.settings import setting
+from nsync.stages.advice import advise_callsites
 from nsync.stages.attribute import attribute_syncs, device_busy, lead_curves
 from nsync.stages.callsites import assign_stacks, label_callsites, rank_callsites
 from nsync.stages.detect import detect_syncs, is_relevant_api
@@ -95,13 +96,17 @@ def analyze(
     config: AnalysisConfig | None = None,
     progress: Callable[[str], None] | None = None,
     calibration: Calibration | None = None,
+    source_dirs: list[Path] | None = None,
 ) -> Analysis:
-    """Find every CUDA sync in a trace, price it, and rank the Python call sites by what fixing them saves.
+    """Find every CUDA sync in a trace, price it, rank the Python call sites by what fixing them saves, and
+    write each one's fix from its code.
 
     ``source``: an nsys SQLite export (``.sqlite``, ``.sqlite.xz``), an ``.nsys-rep`` (exported with the
     installed nsys), or a loaded :class:`Trace`. ``config``: steps, warm-up, window and memory settings.
     ``progress``: called with each stage's name. ``calibration``: the program's unprofiled step times
-    (nsync.calibration, written by ``nsync profile``), which the what-if is fitted to.
+    (nsync.calibration, written by ``nsync profile``), which the what-if is fitted to. ``source_dirs``: where
+    else to look for the traced program's files (by name) when the paths the trace names are not readable here;
+    the trace's folder and the working directory are searched first.
     Returns the :class:`Analysis` (its ``callsites`` table ranked; ``nsync.build_report`` for every figure).
     Raises UsageError (a bad setting, a missing file), TraceError (not an nsys export, or damaged beyond use),
     NsysError (an ``.nsys-rep`` without a working nsys).
@@ -172,6 +177,9 @@ def analyze(
                 f"what-if: {predicted.sites_left_out} of {len(callsites)} call sites not replayed (too many syncs "
                 "to replay them all): their saving is unknown"
             )
+    say("writing the fixes")
+    search = [Path(str(trace.path)).resolve().parent, Path.cwd(), *(source_dirs or [])]
+    callsites = advise_callsites(callsites, search)
     say("summarising")
     intervals = phase_intervals(steps, _cuda_span(trace, ops))
     phases, phase_sites = phase_table(intervals, busy, syncs, steps.count)
@@ -333,7 +341,7 @@ def _empty(trace: Trace, config: AnalysisConfig, reason: str) -> Analysis:
         step_stats=pd.DataFrame({column: pd.Series(dtype=np.int64) for column in STEP_STATS_COLUMNS}),
         window_ns=(0, 0),
         syncs=pd.DataFrame(),
-        callsites=rank_callsites(pd.DataFrame(), [], 0),
+        callsites=advise_callsites(rank_callsites(pd.DataFrame(), [], 0), []),
         totals=_totals(pd.DataFrame(), {}, 0),
         warnings=[*trace.warnings, reason],
         status="no-cuda" if not trace.has_cuda else "no-gpu-work",

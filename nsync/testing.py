@@ -26,7 +26,7 @@ import collections
 import contextlib
 import linecache
 import os
-import re
+import textwrap
 import traceback
 import unittest
 import warnings
@@ -35,90 +35,12 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
+from nsync.stages.advice import PATTERNS, Advice, advise_code, classify, read_code
+
+__all__ = ["PATTERNS", "Sync", "SyncFound", "classify", "sync_free"]
+
 SYNC_WARNING = "called a synchronizing CUDA operation"  # PyTorch's words, in warn mode
 _WARNINGS = os.path.abspath(warnings.__file__)
-
-# (pattern, whether the host truly needs the value, regular expression on the line, the fix), first match wins.
-# Tuned on fixtures/syncs/tuning.json (56 lines of six libraries) and the lab scenarios; scored on
-# fixtures/syncs/held-out.json, which it was not tuned on (tests/test_sync_free.py).
-# a call's parentheses with no top-level comma (commas inside brackets and nested calls allowed)
-_ONE_ARGUMENT = r"\((?:[^(),\[\]]|\[[^\]]*\]|\((?:[^()]|\([^()]*\))*\))*\)"
-PATTERNS: list[tuple[str, str, re.Pattern[str], str]] = [
-    (
-        "explicit synchronize",
-        "false",
-        re.compile(r"\bsynchronize\s*\("),
-        "delete it, or wait on an event recorded after the work you need (event.synchronize()) only where the "
-        "host must know that work is done",
-    ),
-    (
-        "print of a CUDA tensor",
-        "false",
-        re.compile(r"\bprint\s*\(|\blog\w*\s*\(|f[\"']"),
-        "log it every N steps, or keep the values on the GPU and print them once after the loop",
-    ),
-    (
-        "control flow on a GPU value",
-        "true",
-        re.compile(r"^\s*(if|elif|while|assert)\b|\.(any|all)\s*\(\s*\)"),
-        "compute both outcomes and select on the GPU (torch.where), or move the check out of the step",
-    ),
-    (
-        "host-to-device copy of a Python value",
-        "false",
-        re.compile(r"torch\.(tensor|as_tensor)\s*\((.*device|[^()]*\)\.to\s*\()|\]\s*=\s*-?[\d.]+\s*$"),
-        "build the tensor once, before the loop (or from pinned memory with non_blocking=True)",
-    ),
-    (
-        "index from a Python tuple or list",
-        "false",
-        re.compile(r"\[[^\]]*[(\[]\s*-?\d+\s*,"),
-        "make the index a CUDA tensor once, before the loop (torch.tensor(..., device=x.device)), and index with it",
-    ),
-    (
-        "copy from pageable memory",
-        "false",
-        re.compile(r"\.(to|cuda)\s*\(.*non_blocking"),
-        "pin the host tensor once (.pin_memory(), or DataLoader(pin_memory=True)): non_blocking is then asynchronous",
-    ),
-    (
-        "value read",
-        "false",
-        re.compile(r"\.(item|tolist|numpy)\s*\("),
-        "keep the value on the GPU and read it once at the end of the step; several reads: torch.stack them "
-        "and copy once",
-    ),
-    (
-        "copy between host and device",
-        "false",
-        re.compile(r"\.(to|cuda)\s*\(|super\(\)\.cpu\s*\("),
-        "move it once, before the loop (a model, a metric's state, constant tensors): in the step, keep what it "
-        "needs on the device",
-    ),
-    (
-        "dynamic shape (a mask or nonzero)",
-        "true",
-        re.compile(
-            r"\.nonzero\s*\(|\bnonzero\s*\(|masked_select|\.unique\s*\(|\bunique\s*\(|repeat_interleave|bincount"
-            r"|\[[^\]]*(==|!=|<=|>=|<|>)|\[[^\]]*\b\w*mask\s*\]|torch\.where\s*" + _ONE_ARGUMENT
-        ),
-        "keep the shape fixed: torch.where(mask, x, 0) or a multiply by the mask; pass output_size= to "
-        "repeat_interleave",
-    ),
-    (
-        "value read",
-        "false",
-        re.compile(r"\.cpu\s*\(|\b(float|int|bool)\s*\("),
-        "keep the value on the GPU and read it once at the end of the step; several reads: torch.stack them "
-        "and copy once",
-    ),
-    (
-        "Python builtin on tensors",
-        "false",
-        re.compile(r"(?<![.\w])(max|min|sum|any|all|abs)\s*\("),
-        "use the torch op (torch.maximum, torch.sum, ...), which stays on the GPU",
-    ),
-]
 
 
 @dataclass(frozen=True)
@@ -132,6 +54,7 @@ class Sync:
     pattern: str
     dependency: str  # false: the host does not need the value (delete, defer, batch); true: restructure
     fix: str
+    rewrite: str = ""  # the line rewritten, and its one-time set-up, where nsync can write them from the code
 
     @property
     def where(self) -> str:
@@ -139,7 +62,8 @@ class Sync:
 
     def __str__(self) -> str:
         code = f": {self.code}" if self.code else ""
-        return f"{self.where} in {self.function}(){code}\n    {self.pattern} ({self.dependency} dependency): {self.fix}"
+        said = f"{self.where} in {self.function}(){code}\n    {self.pattern} ({self.dependency} dependency): {self.fix}"
+        return said + "".join(f"\n      {line}" for line in self.rewrite.splitlines())
 
 
 class SyncFound(AssertionError):
@@ -152,20 +76,6 @@ class SyncFound(AssertionError):
         lines += [f"  {sync}" if n == 1 else f"  {n} x {sync}" for sync, n in counts.items()]
         lines.append("  (allow one with sync_free(allow=['file.py:LINE']) where the sync is accepted)")
         super().__init__("\n".join(lines))
-
-
-def classify(code: str) -> tuple[str, str, str]:
-    """(pattern, dependency, fix) of a syncing source line, from its text (less a trailing comment); a general
-    answer when none fits."""
-    statement = re.split(r"\s#", code, maxsplit=1)[0]
-    for pattern, dependency, expression, fix in PATTERNS:
-        if expression.search(statement):
-            return pattern, dependency, fix
-    return (
-        "a sync PyTorch reported",
-        "unknown",
-        "find what this line reads from the GPU and keep it there (nsync profile prices it)",
-    )
 
 
 class sync_free(contextlib.ContextDecorator):
@@ -184,6 +94,7 @@ class sync_free(contextlib.ContextDecorator):
         self._torch = torch
         self._skip = (os.path.dirname(os.path.abspath(torch.__file__)), {os.path.abspath(__file__), _WARNINGS})
         self.syncs = []
+        self._advised: dict[tuple[str, int], tuple[str, str, str, str, str]] = {}
         self._warnings = warnings.catch_warnings()
         self._warnings.__enter__()
         warnings.simplefilter("always")  # every sync, not the first of each line
@@ -215,8 +126,10 @@ class sync_free(contextlib.ContextDecorator):
             while function.startswith("<") and at > 0 and frames[at - 1].filename == file:
                 at -= 1  # a comprehension or lambda: named by the function it is written in
                 function = frames[at].name
-        code = linecache.getline(file, line).strip()
-        self.syncs.append(Sync(file, line, function, code, *classify(code)))
+        key = (file, line)
+        if key not in self._advised:
+            self._advised[key] = _advised(file, line)
+        self.syncs.append(Sync(file, line, function, *self._advised[key]))
 
     def _callers(self, filename: str) -> bool:
         """Whether a frame is the caller's code: not PyTorch's, nsync's testing, the warnings machinery."""
@@ -234,6 +147,31 @@ class sync_free(contextlib.ContextDecorator):
             if not line.isdigit() and _names(path, entry):
                 return True
         return False
+
+
+def _advised(file: str, line: int) -> tuple[str, str, str, str, str]:
+    """(code, pattern, dependency, fix, rewrite) of a syncing line: read and parsed where the file is readable
+    (the fix said of this line, and the rewrite in the code's own names), else from the line's text alone."""
+    code = linecache.getline(file, line).strip()
+    parsed = read_code(file, line)
+    if parsed is None:
+        return (code, *classify(code), "")
+    advice: Advice = advise_code(parsed, file)
+    shown = []
+    if advice.rewrite == "":
+        shown.append(f"fix: delete line {advice.first_line}")
+    elif advice.rewrite:
+        label = f"line {advice.first_line} becomes:" if advice.first_line == advice.last_line else (
+            f"lines {advice.first_line}-{advice.last_line} become:"
+        )  # fmt: skip
+        shown += [f"fix: {label}", *("  " + text for text in textwrap.dedent(advice.rewrite).splitlines())]
+    if advice.setup:
+        shown.append(f"once, before line {advice.setup_line}:")
+        shown += ["  " + text for text in textwrap.dedent(advice.setup).splitlines()]
+    if shown and advice.caveat:
+        shown.append(f"note: {advice.caveat}")
+    fix = advice.why if shown else f"{advice.why} {advice.caveat}"
+    return code, advice.pattern, advice.dependency, fix, "\n".join(shown)
 
 
 def _names(path: str, end: str) -> bool:

@@ -31,14 +31,24 @@ def test_every_call_site_shows_its_line_its_cost_and_its_fix_at_any_width(column
     assert not any(line != line.rstrip() for line in lines)  # no padding for a CI log to carry
     # probe.py's six call sites: each with its place, function and saving on one line (grep finds them in a
     # log), then its source line as written in fixtures/h200/probe.py, its figures and its fix
+    # (or, where every column fits, one row of the table each: with its short fix, the first's in full below)
     code = (ROOT / "fixtures/h200/probe.py").read_text().splitlines()
+    table = any(line.startswith("┃ # ┃") for line in lines)
+    assert table == (columns == 200)
     for number, function in PROBE_LINES.items():
+        if table:
+            (row,) = [line for line in lines if re.match(rf"│ \d │ probe\.py:{number} +│", line)]
+            cells = [cell.strip() for cell in row.split("│")]
+            assert function in cells and code[number - 1].strip() in cells
+            assert cells[cells.index(function) + 2]  # the fix, in a few words
+            continue
         (first,) = [
             k for k, line in enumerate(lines) if re.match(rf"#\d probe\.py:{number}  {function}  saving ", line)
         ]
         block = " ".join(line.strip() for line in lines[first + 1 : first + 8])
         assert " ".join(code[number - 1].split()) in " ".join(block.split())
-        assert "exposed idle" in block and "host wait" in block and "fix: " in block
+        assert "exposed idle" in block and "host wait" in block and "fix (" in block
+    assert not table or any(line.startswith("fix #1 probe.py:21 (value read") for line in lines)
     assert "warning" not in result.stdout and "no Python frames" not in result.stdout  # (stderr's)
 
 

@@ -101,7 +101,23 @@ def test_every_sync_is_named_at_the_callers_line_with_its_pattern_and_fix(user: 
     message = str(found.value)
     assert message.startswith("2 CUDA sync(s) in code that must not sync:\n  2 x train.py:6 in degraded(): return [v")
     assert "return [v.item() for v in values]  # line 6" in message
-    assert "torch.stack them and copy once" in message
+    # the rewrite, in the code's own names: the comprehension's reads stacked into one tensor, no read at all
+    assert "fix: line 6 becomes:\n        return torch.stack([v for v in values])\n" in message
+
+
+def test_a_print_of_a_read_is_deferred_with_a_list_made_once_before_the_function(user: ModuleType) -> None:
+    """A print in a function called each step, with no loop counter to print every N steps: the value is kept
+    in a list made once at the top level (before line 13, the function's definition) and printed later."""
+    with pytest.raises(SyncFound) as found, sync_free():
+        user.logs()
+    (sync,) = found.value.syncs
+    assert (sync.where, sync.pattern) == ("train.py:14", "print of a CUDA tensor")
+    assert sync.rewrite.splitlines()[:4] == [
+        "fix: line 14 becomes:",
+        "  printed.append(values[0].detach())",
+        "once, before line 13:",
+        "  printed = []  # print them once, after the loop: print(torch.stack(printed).tolist())",
+    ]
 
 
 def test_code_that_does_not_sync_passes_and_the_debug_mode_is_restored(user: ModuleType, torch: ModuleType) -> None:

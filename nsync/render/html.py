@@ -14,6 +14,7 @@ import gzip
 import importlib.resources
 import json
 import sys
+import textwrap
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -64,6 +65,7 @@ def environment() -> jinja2.Environment:
         loader=jinja2.FunctionLoader(_template_source), autoescape=True, undefined=jinja2.StrictUndefined
     )
     env.filters["fixed"] = fixed  # the one number formatter, as in the other renderers
+    env.filters["dedent"] = textwrap.dedent  # a rewrite is shown as code at its own indentation
     return env
 
 

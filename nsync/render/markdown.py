@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import html
+import re
+import textwrap
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nsync.errors import UsageError
-from nsync.render.terminal import ONCE_ROWS
+from nsync.render.terminal import ONCE_ROWS, SETTING
 from nsync.render.text import diff_headline, fixed, printable_all
 from nsync.report import as_any_report
-from nsync.report.analysis import Report
+from nsync.report.analysis import CallSite, Report
 from nsync.report.diff import DiffReport
 from nsync.report.ranks import RanksReport
 
@@ -28,6 +30,54 @@ def cell(value: object) -> str:
 def code_span(value: object) -> str:
     """A code span: inert already (no HTML inside), but a backtick would end it and a pipe the cell."""
     return "`" + str(value).replace("`", "'").replace("|", "\\|").replace("\n", " ") + "`"
+
+
+FIXES = 3  # the call sites whose rewrite the Markdown spells out
+
+
+def prose(text: str) -> str:
+    """Advice's words: its `code spans` kept as code spans, the rest inert like a cell."""
+    parts = text.split("`")
+    if len(parts) % 2 == 0:  # an unpaired backtick: no spans at all
+        return cell(text)
+    return "".join(code_span(part) if k % 2 else cell(part) for k, part in enumerate(parts))
+
+
+def fenced(code: str, language: str) -> list[str]:
+    """A fenced code block that no backtick run inside the code can close."""
+    longest = max((len(run) for run in re.findall(r"`+", code)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [f"{fence}{language}", *code.splitlines(), fence]
+
+
+def _fixes(sites: list[CallSite]) -> list[str]:
+    """Each top call site's fix: in words, then the rewrite as a GitHub suggestion (paste it as a review
+    comment on the line it names and the PR offers to apply it), then its one-time set-up and caveat."""
+    lines: list[str] = []
+    for rank, site in enumerate(sites, 1):
+        advice = site.advice
+        if advice is None or (advice.rewrite is None and not advice.setup):
+            continue
+        dependency = {"false": ", a false dependency", "true": ", a true dependency"}.get(advice.dependency, "")
+        lines += ["", f"#### Fix #{rank}: {code_span(site.where)} ({cell(advice.pattern)}{dependency})", ""]
+        lines += [prose(advice.why), ""]
+        span = f"line {advice.first_line}" if advice.first_line == advice.last_line else (
+            f"lines {advice.first_line}-{advice.last_line}"
+        )  # fmt: skip
+        name = code_span(Path(advice.file).name)
+        if advice.rewrite == "":
+            lines += [f"Delete {span} of {name} (an empty suggestion):", "", *fenced("", "suggestion"), ""]
+        elif advice.rewrite is not None:
+            lines += [f"{span.capitalize()} of {name} becomes (a suggestion: comment it on that line):", ""]
+            lines += [*fenced(advice.rewrite, "suggestion"), ""]
+        if advice.setup:
+            placed = f"Once, before line {advice.setup_line} of {name}:" if advice.setup_line else (
+                f"{SETTING[advice.basis].capitalize()}:"
+            )  # fmt: skip
+            lines += [placed, "", *fenced(textwrap.dedent(advice.setup), "python"), ""]
+        if advice.caveat:
+            lines += [f"> {prose(advice.caveat)}"]
+    return lines
 
 
 def render_markdown(source: Report | Analysis | DiffReport | Diff | RanksReport, top: int = 10) -> str:
@@ -68,11 +118,13 @@ def render_markdown(source: Report | Analysis | DiffReport | Diff | RanksReport,
             issued = f" {code_span(site.issued_at) if site.issued_at else ''} |" if library else ""
             lines.append(
                 f"| {rank} | {code_span(site.where)} |{issued} {fixed(site.predicted_saving_ms_per_step)} | "
-                f"{fixed(site.syncs_per_step, 2)} | {fixed(exposed)} | {fixed(wait)} | {cell(site.short_hint)} |"
+                f"{fixed(site.syncs_per_step, 2)} | {fixed(exposed)} | {fixed(wait)} | "
+                f"{cell(site.advice.short if site.advice else site.short_hint)} |"
             )
         more = len(report.callsites) - len(sites)
         if more > 0:
             lines += ["", f"{more} more call sites in the full report."]
+        lines += _fixes(sites[:FIXES])
     else:
         lines.append("No sync call sites in the analysed window.")
     if len(report.phases) > 1:

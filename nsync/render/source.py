@@ -1,31 +1,19 @@
-"""The Python lines a report quotes: a call site's line and its neighbours, read from the traced file where
-it is readable here (the path the trace names, else the same file name in the folders searched)."""
+"""The Python lines a report quotes: a call site's line and its neighbours (nsync.source reads the file)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+from nsync.source import source_lines
+
 SOURCE_RADIUS = 2
-MAX_SOURCE_BYTES = 5_000_000
 
 
 def source_context(file: str, line: int, search: list[Path], radius: int = SOURCE_RADIUS) -> list[dict[str, Any]]:
-    """Lines around ``file:line`` (``number``, ``text``, ``hit``) when that Python file is readable (else empty).
-
-    Only ``.py`` files are read: a trace names the paths, and a report must not quote other local files.
-    """
-    if line <= 0 or not file.endswith(".py"):
-        return []
-    name = Path(file).name
-    for path in [Path(file), *(folder / name for folder in search)]:
-        try:
-            if path.is_file() and path.stat().st_size <= MAX_SOURCE_BYTES:
-                lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-                break
-        except OSError:
-            continue
-    else:
+    """Lines around ``file:line`` (``number``, ``text``, ``hit``) when that Python file is readable (else empty)."""
+    lines = source_lines(file, search) if line > 0 else None
+    if lines is None:
         return []
     first = max(1, line - radius)
     return [

@@ -22,6 +22,7 @@ from nsync.report.ranks import RanksReport
 Column = tuple[str, str, JustifyMethod]  # a table column: its header, its key in the rows, its justification
 ISSUED_AT: Column = ("issued at", "issued", "left")  # the library line that issues a site's sync
 SOURCE_LINE: Column = ("line", "code", "left")
+SETTING = {"library": "the setting", "code": "set once", "kind": "set once"}  # a set-up without a place
 
 if TYPE_CHECKING:
     from nsync.analysis import Analysis
@@ -96,8 +97,8 @@ def summary(
                     f"{fixed(what_if.predicted_step_ms_without_syncs)} ms without any sync ({what_if.note})"
                 )
             )
-        if sites[0].hint and not blocks:  # (a block says its own fix)
-            parts.append(Text(f"#1 {sites[0].function}: {sites[0].hint}", style="dim"))
+        if not blocks:  # (a block says its own fix)
+            parts.extend(_fix(sites[0], f"fix #1 {sites[0].where}", width))
         if len(sites) > top:
             parts.append(Text(f"... {len(sites) - top} more call sites (--top, --json)", style="dim"))
     outside = report.outside_main_loop[:ONCE_ROWS]
@@ -131,7 +132,7 @@ def _blocks(sites: list[CallSite], code: list[str], per_step: bool, verbose: boo
             f"issued at {site.issued_at}" if site.issued_at else "",
             f"exposed idle {fixed(exposed)} {unit} · host wait {fixed(wait)} {unit}{per} · lead before "
             f"{fixed(site.lead_before_ms_mean)} ms · {site.count} syncs",
-            f"fix: {site.hint or site.short_hint}" if site.hint or site.short_hint else "",
+            "" if site.advice else f"fix: {site.hint or site.short_hint}" if site.hint or site.short_hint else "",
             *([f"  {frame.function} ({where(frame.file, frame.line)})" for frame in site.stack] if verbose else []),
         ]
         indented = (
@@ -142,7 +143,48 @@ def _blocks(sites: list[CallSite], code: list[str], per_step: bool, verbose: boo
         )  # fmt: skip
         first.append("\n" + "\n".join(indented) + "\n")
         blocks.append(first)
+        if site.advice:
+            blocks.extend([*_fix(site, "    fix", width, indent="    "), Text("")])
     return blocks
+
+
+def _fix(site: CallSite, label: str, width: int, indent: str = "") -> list[Text]:
+    """A call site's fix: its pattern and why in words, then the rewrite and its set-up as code (a line longer
+    than the width folds: --markdown and --suggest-patch hold it whole), then what it will not do. The sync
+    kind's hint where there is no advice."""
+    advice = site.advice
+    if advice is None:
+        return [Text(f"{label}{site.function}: {site.hint}", style="dim")] if site.hint else []
+
+    def words(text: str, first: str = "", more: str = "") -> Text:
+        return Text(
+            textwrap.fill(text, width, initial_indent=first, subsequent_indent=more or first, break_long_words=False,
+                          break_on_hyphens=False)
+        )  # fmt: skip
+
+    def code(text: str) -> list[Text]:
+        return [Text(f"{indent}    {line}", style="green", overflow="fold") for line in
+                textwrap.dedent(text).splitlines()]  # fmt: skip
+
+    elsewhere = advice.first_line and (advice.file, advice.first_line) != (site.file, site.line)
+    at = f" (the rewrite is at {where(advice.file, advice.first_line)})" if elsewhere else ""
+    dependency = {"false": ", a false dependency", "true": ", a true dependency"}.get(advice.dependency, "")
+    lines = [words(f"{label} ({advice.pattern}{dependency}){at}: {advice.why}", more=indent + "  ")]
+    lines_ = f"line {advice.first_line}" if advice.last_line == advice.first_line else (
+        f"lines {advice.first_line}-{advice.last_line}"
+    )  # fmt: skip
+    if advice.rewrite == "":
+        lines.append(Text(f"{indent}  delete {lines_}"))
+    elif advice.rewrite:
+        lines.append(Text(f"{indent}  {lines_} {'becomes' if lines_.startswith('line ') else 'become'}:"))
+        lines.extend(code(advice.rewrite))
+    if advice.setup:
+        placed = f"once, before line {advice.setup_line}:" if advice.setup_line else f"{SETTING[advice.basis]}:"
+        lines.append(Text(f"{indent}  {placed}"))
+        lines.extend(code(advice.setup))
+    if advice.caveat:
+        lines.append(words(advice.caveat, indent + "  ", indent + "  "))
+    return lines
 
 
 def _phase_text(phase: Phase) -> str:
@@ -201,7 +243,7 @@ def _cells(rank: int, site: CallSite, per_step: bool, code: str) -> dict[str, st
         "exposed": fixed(site.exposed_idle_ms_per_step if per_step else site.exposed_idle_ms),
         "function": site.function,
         "per_step": fixed(site.syncs_per_step, 2),
-        "hint": site.short_hint,
+        "hint": site.advice.short if site.advice else site.short_hint,
         "wait": fixed(site.host_wait_ms_per_step if per_step else site.host_wait_ms),
         "lead": fixed(site.lead_before_ms_mean),
         "count": str(site.count),

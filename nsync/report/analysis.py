@@ -19,6 +19,7 @@ import pandas as pd
 
 from nsync.config import AnalysisConfig
 from nsync.report.typed import read_typed
+from nsync.stages.advice import Advice
 
 if TYPE_CHECKING:
     from nsync.analysis import Analysis
@@ -199,6 +200,7 @@ class CallSite(Site):
     callsite_source: str
     short_hint: str
     hint: str
+    advice: Advice | None = None  # the fix, from the code (None: the hint, from the sync's kind, is all there is)
 
 
 @dataclass(frozen=True)
@@ -647,6 +649,7 @@ def _callsite(row: dict[str, Any], gpu_idle_ns: int) -> CallSite:
         callsite_source=row["callsite_source"],
         short_hint=row["short_hint"],
         hint=row["hint"],
+        advice=row.get("advice"),
     )
 
 
