@@ -124,7 +124,19 @@ MarkdownOption = Annotated[
 ]
 SourceDirOption = Annotated[
     list[Path] | None,
-    typer.Option(help="Where to look for the traced Python files, to quote their lines (repeatable).", metavar="DIR"),
+    typer.Option(
+        help="Where to look for the traced Python files, to quote their lines and write their fixes (repeatable).",
+        metavar="DIR",
+    ),
+]
+SuggestPatchOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--suggest-patch",
+        help="Write the fixes nsync can write from your code as a unified diff here, to review and apply yourself "
+        "(git apply FILE); nsync never edits your files.",
+        metavar="FILE",
+    ),
 ]
 
 
@@ -242,6 +254,7 @@ def analyze_command(
     html_path: HtmlOption = None,
     markdown_path: MarkdownOption = None,
     source_dir: SourceDirOption = None,
+    suggest_patch: SuggestPatchOption = None,
     db_path: DbOption = None,
     fail_above: Annotated[
         float | None,
@@ -267,7 +280,7 @@ def analyze_command(
 
     TRACE is the nsys SQLite export (.sqlite or .sqlite.xz, from 'nsys export --type sqlite
     --include-blobs=true'), or an .nsys-rep when nsys is installed."""
-    outputs = Outputs(json=json_path, html=html_path, markdown=markdown_path, db=db_path)
+    outputs = Outputs(json=json_path, html=html_path, markdown=markdown_path, db=db_path, patch=suggest_patch)
     analysis: nsync.Analysis | None = None
     if saved is not None:  # render a saved result: no flag that needs a trace
         _refuse_with_from(TRACE=trace, **{"--step-range": step_range, "--step-kernel": step_kernel,
@@ -291,7 +304,9 @@ def analyze_command(
         )
         calibration = _calibration(trace, calibrate, calibration_file)
         with err.status("loading trace", spinner="dots") as status:
-            analysis = nsync.analyze(trace, config, progress=progress(status), calibration=calibration)
+            analysis = nsync.analyze(
+                trace, config, progress=progress(status), calibration=calibration, source_dirs=source_dir
+            )
         report = nsync.build_report(analysis)
     complete = _emit(report, top, outputs, source_dir, analysis, quiet=quiet, verbose=verbose)
     if fail_above is not None:
@@ -370,6 +385,7 @@ def profile_command(
     ] = None,
     markdown_path: MarkdownOption = None,
     source_dir: SourceDirOption = None,
+    suggest_patch: SuggestPatchOption = None,
     db_path: DbOption = None,
     step_range: StepRangeOption = None,
     steps: Annotated[
@@ -472,7 +488,7 @@ def profile_command(
     )
     command = build_command(target or [], module, python)
     prepare_output(out_dir)
-    Outputs(json=json_path, html=html_path, markdown=markdown_path, db=db_path).check()  # before the capture
+    Outputs(json_path, html_path, markdown_path, db_path, suggest_patch).check()  # before the capture
     options = CaptureOptions(
         out_dir=out_dir,
         name=name or output_name(target or [], module),
@@ -498,7 +514,7 @@ def profile_command(
         command, options, config, nsys_path, say=say, progress=release, calibrate=calibrate, cpus=parse_cpus(cpus)
     )
     err.print(f"nsync: wrote {result.sqlite}" + (f" and {result.report}" if result.report else ""), markup=False)
-    outputs = Outputs(json_path, html_path or out_dir / f"{options.name}.html", markdown_path, db_path)
+    outputs = Outputs(json_path, html_path or out_dir / f"{options.name}.html", markdown_path, db_path, suggest_patch)
     report = nsync.build_report(result.analysis)
     complete = _emit(report, top, outputs, source_dir, result.analysis, quiet=quiet, verbose=verbose)
     if result.interrupted:
@@ -676,10 +692,12 @@ class Outputs:
     html: Path | None = None
     markdown: Path | None = None
     db: Path | None = None
+    patch: Path | None = None
 
     def files(self) -> list[tuple[str, Path]]:
         named = [("--json", None if self.json in (None, "-") else Path(str(self.json)))]
         named += [("--html", self.html), ("--markdown", self.markdown), ("--db", self.db)]
+        named += [("--suggest-patch", self.patch)]
         return [(flag, path) for flag, path in named if path is not None]
 
     def check(self, trace: Path | None = None) -> None:
@@ -720,7 +738,7 @@ def _emit(
     return complete
 
 
-FORMAT_OF = {"--json": "json", "--html": "html", "--markdown": "markdown", "--db": "db"}
+FORMAT_OF = {"--json": "json", "--html": "html", "--markdown": "markdown", "--db": "db", "--suggest-patch": "patch"}
 
 
 def _finish(

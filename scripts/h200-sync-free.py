@@ -1,6 +1,6 @@
 """nsync.testing.sync_free on the lab scenarios, on a CUDA machine: each scenario's step once in each mode,
 after two warm-up steps, under sync_free. Prints one JSON line per scenario and mode: passed, or the syncs
-found (where, pattern). Run from the repository root: python scripts/h200-sync-free.py"""
+found (where, pattern) and sync_free's message. Run from the repository root: python scripts/h200-sync-free.py"""
 
 import json
 import runpy
@@ -36,5 +36,6 @@ for name in SCENARIOS:
             result["passed"] = False
             result["syncs"] = sorted({(s.where, s.function, s.pattern) for s in found.syncs})
             result["count"] = len(found.syncs)
+            result["message"] = str(found)
         torch.cuda.synchronize()
         print(json.dumps(result), flush=True)

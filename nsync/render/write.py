@@ -5,6 +5,7 @@
 >>> nsync.write(analysis, "report.html")
 >>> nsync.write(nsync.diff(base, cand), "diff.md")  # a pull-request comment
 >>> nsync.write(analysis, "syncs.db")               # every sync, for SQL (an analysis, not its report)
+>>> nsync.write(analysis, "fixes.patch")            # the rewrites, as a diff to review (never applied)
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     from nsync.report import AnyReport
 
 FORMATS = {".json": "json", ".md": "markdown", ".markdown": "markdown", ".html": "html", ".htm": "html"}
-FORMATS |= {".db": "db", ".sqlite": "db", ".sqlite3": "db"}
+FORMATS |= {".db": "db", ".sqlite": "db", ".sqlite3": "db", ".patch": "patch", ".diff": "patch"}
 
 
 def write(
@@ -34,10 +35,11 @@ def write(
 ) -> Path:
     """Render ``source`` (an analysis, a diff, or any report) into ``path`` and return the path.
 
-    ``format``: json, markdown, html or db; by default the one ``path``'s suffix names (.json, .md, .html, .db).
-    ``top``: the call sites listed (Markdown 10, HTML 50). ``source_dirs``: where the HTML looks for the traced
-    Python files to quote. Raises UsageError for a format that cannot be told or does not fit ``source``
-    (the database needs the analysis itself), NsyncError when the file cannot be written.
+    ``format``: json, markdown, html, db or patch (the rewrites as a unified diff); by default the one
+    ``path``'s suffix names (.json, .md, .html, .db, .patch). ``top``: the call sites listed (Markdown 10, HTML
+    50). ``source_dirs``: where the HTML and the patch look for the traced Python files. Raises UsageError for
+    a format that cannot be told or does not fit ``source`` (the database needs the analysis itself),
+    NsyncError when the file cannot be written.
     """
     path = Path(path)
     chosen = format or FORMATS.get(path.suffix.lower())
@@ -55,8 +57,12 @@ def write(
         write_text(path, render_markdown(source, 10 if top is None else top))
     elif chosen == "html":
         write_text(path, _html(source, top, source_dirs))
+    elif chosen == "patch":
+        from nsync.render.patch import render_patch
+
+        write_text(path, render_patch(source, source_dirs))
     else:
-        raise UsageError(f"format {chosen!r}: expected one of json, markdown, html, db")
+        raise UsageError(f"format {chosen!r}: expected one of json, markdown, html, db, patch")
     return path
 
 

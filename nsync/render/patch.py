@@ -1,0 +1,111 @@
+"""A report's rewrites as a unified diff (``--suggest-patch``): for the user to read, change and apply with
+``git apply`` or ``patch -p1``. nsync never edits a file itself.
+
+The rewrites are the call sites' advice (nsync.stages.advice), applied to the files as they are here: each
+statement's lines replaced, each one-time set-up inserted before its line. Two rewrites that touch the same
+lines keep the better-ranked one; the other is said in the header.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import textwrap
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from nsync.errors import UsageError
+from nsync.render.text import printable
+from nsync.report import as_any_report
+from nsync.report.analysis import CallSite, Report
+from nsync.source import find_source, source_lines
+
+if TYPE_CHECKING:
+    from nsync.analysis import Analysis
+    from nsync.comparison import Diff
+    from nsync.report import AnyReport
+
+
+def render_patch(source: AnyReport | Analysis | Diff, source_dirs: list[Path] | None = None) -> str:
+    """The unified diff of every call site's rewrite, with a header that says what each change is for."""
+    report = as_any_report(source)
+    if not isinstance(report, Report):
+        raise UsageError("only an analysis has rewrites to suggest: analyse one trace (nsync analyze)")
+    search = [Path(report.trace.path).resolve().parent, Path.cwd(), *(source_dirs or [])]
+    by_file: dict[Path, list[tuple[int, CallSite]]] = {}
+    for rank, site in enumerate(report.callsites, 1):
+        advice = site.advice
+        if advice is None or (advice.rewrite is None and not advice.setup_line):
+            continue
+        found = find_source(advice.file, search)
+        if found is not None:
+            by_file.setdefault(found, []).append((rank, site))
+    header = [
+        "nsync's suggested rewrites: read them before applying (git apply FILE, or patch -p1 < FILE).",
+        f"From {Path(report.trace.path).name}; the call sites' ranks are those of the report.",
+    ]
+    diffs: list[str] = []
+    for path, sites in by_file.items():
+        lines = source_lines(str(path)) or []
+        changed, said = _apply(lines, sites)
+        header += said
+        name = _display(path)
+        diffs += difflib.unified_diff(
+            [line + "\n" for line in lines], [line + "\n" for line in changed], f"a/{name}", f"b/{name}"
+        )
+    if not diffs:
+        header.append("No call site has a rewrite nsync could write from the code here (the report says why).")
+    return "".join(f"# {printable(line)}\n" for line in header) + "".join(diffs)
+
+
+def _apply(lines: list[str], sites: list[tuple[int, CallSite]]) -> tuple[list[str], list[str]]:
+    """The file's lines with the rewrites applied, and one line of the header per rewrite (or why not)."""
+    edits: list[tuple[int, int, list[str]]] = []  # (first, last, new lines); last = first - 1: insert before first
+    said = []
+    for rank, site in sites:
+        advice = site.advice
+        assert advice is not None
+        wanted = []
+        if advice.rewrite is not None:
+            wanted.append((advice.first_line, advice.last_line, advice.rewrite.splitlines()))
+        if advice.setup and advice.setup_line:
+            wanted.append((advice.setup_line, advice.setup_line - 1, advice.setup.splitlines()))
+        wanted = [edit for edit in wanted if edit not in edits]  # two sites of one line: one rewrite
+        if any(_conflict(edit, other) for edit in wanted for other in edits):
+            said.append(f"#{rank} {site.where} ({advice.pattern}): not applied, it changes lines another rewrite does")
+            continue
+        if any(max(first, last) > len(lines) for first, last, _ in wanted):
+            said.append(f"#{rank} {site.where}: not applied, the file here is shorter than the traced one")
+            continue
+        edits += wanted
+        said.append(f"#{rank} {site.where} ({advice.pattern}): {textwrap.shorten(advice.why, 100)}")
+    changed = list(lines)
+    # from the end of the file, so that each edit's line numbers still hold; at one line, the replacement first,
+    # then the set-ups before it, the better-ranked one last so that it ends up first
+    order = sorted(range(len(edits)), key=lambda k: (edits[k][0], edits[k][1] >= edits[k][0], k), reverse=True)
+    for k in order:
+        first, last, new = edits[k]
+        changed[first - 1 : max(last, first - 1)] = new
+    return changed, said
+
+
+def _conflict(edit: tuple[int, int, list[str]], other: tuple[int, int, list[str]]) -> bool:
+    """Whether two edits touch the same lines: two replacements that overlap, or an insertion inside a
+    replaced range (insertions before one line do not conflict)."""
+    inserts, other_inserts = edit[1] < edit[0], other[1] < other[0]
+    if inserts and other_inserts:
+        return False
+    if inserts:
+        return other[0] < edit[0] <= other[1]
+    if other_inserts:
+        return edit[0] < other[0] <= edit[1]
+    return edit[0] <= other[1] and other[0] <= edit[1]
+
+
+def _display(path: Path) -> str:
+    """The path in the diff: relative to the working directory where it is inside it."""
+    resolved = path.resolve()
+    try:
+        return resolved.relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return resolved.as_posix().lstrip(os.sep)
