@@ -18,6 +18,7 @@ from types import ModuleType
 
 import pytest
 
+from nsync.stages.advice import Advice, advise_code, read_code
 from nsync.testing import SyncFound, classify, sync_free
 
 STAND_IN = '''"""A stand-in for torch: CUDA 'available', the sync debug mode, and a tensor whose .item() syncs."""
@@ -229,23 +230,69 @@ def test_on_the_h200_every_degraded_scenario_failed_at_its_sync_lines_and_every_
             assert not result["passed"] and {where for where, _, _ in result["syncs"]} == commented - {"w_list.py:19"}
 
 
-def _accuracy(corpus: str) -> float:
+def _corpus(name: str, tmp_path: Path) -> list[tuple[dict, Advice]]:
+    """Each line of a corpus with nsync's advice for it, read in its function as the library wrote it (the
+    line alone where the harvest kept no function)."""
     import json
 
-    lines = json.loads((Path(__file__).parent.parent / "fixtures/syncs" / corpus).read_text())["lines"]
-    return sum(classify(line["code"])[0] == line["pattern"] for line in lines) / len(lines)
+    lines = json.loads((Path(__file__).parent.parent / "fixtures/syncs" / name).read_text())["lines"]
+    advised = []
+    for k, line in enumerate(lines):
+        code = None
+        if line["context"]:
+            path = tmp_path / f"{name}-{k}.py"
+            path.write_text(line["context"])
+            code = read_code(str(path), line["context_line"])
+        if code is not None:
+            advised.append((line, advise_code(code, str(path))))
+        else:
+            pattern, dependency, fix = classify(line["code"])
+            advised.append((line, Advice(pattern, dependency, "", "", None, "", fix, "code")))
+    return advised
 
 
-def test_the_pattern_is_right_on_nine_in_ten_lines_of_the_set_it_was_tuned_on() -> None:
-    """56 real syncing lines of six libraries, labelled by hand (fixtures/syncs/tuning.json): 52 right."""
-    assert _accuracy("tuning.json") >= 0.9
+def _accuracy(name: str, tmp_path: Path) -> float:
+    advised = _corpus(name, tmp_path)
+    return sum(advice.pattern == line["pattern"] for line, advice in advised) / len(advised)
+
+
+def test_the_pattern_is_right_on_every_line_of_the_set_it_was_tuned_on(tmp_path: Path) -> None:
+    """56 real syncing lines of six libraries, labelled by hand (fixtures/syncs/tuning.json): 52 from their text
+    alone, the other four from their function (a mask made two lines above, a module's _apply)."""
+    assert _accuracy("tuning.json", tmp_path) == 1.0
+
+
+def test_the_pattern_is_right_on_nine_in_ten_lines_of_a_set_it_was_never_tuned_on(tmp_path: Path) -> None:
+    """fixtures/syncs/held-out-2.json: 82 lines of six libraries (two no earlier set used), harvested and
+    labelled by hand after the classifier's last change, scored once: 74 right (90 %)."""
+    assert _accuracy("held-out-2.json", tmp_path) >= 0.9
 
 
 @pytest.mark.xfail(
     strict=True,
-    reason="67 % (36 of 54) on lines it was not tuned on: a line's text cannot tell a boolean mask index "
-    "(x[keep_idxs]) from an integer one, nor a multi-line statement's part; the live frame's values at the sync "
-    "could (fixtures/syncs/README.md)",
+    reason="76 % (41 of 54) on the first held-out set, which an earlier session looked at: indices whose mask is "
+    "made in another function, slices bounded by GPU values, torch.save (fixtures/syncs/README.md)",
 )
-def test_the_pattern_is_right_on_nine_in_ten_held_out_lines() -> None:
-    assert _accuracy("held-out.json") >= 0.9
+def test_the_pattern_is_right_on_nine_in_ten_lines_of_the_first_held_out_set(tmp_path: Path) -> None:
+    assert _accuracy("held-out.json", tmp_path) >= 0.9
+
+
+@pytest.mark.parametrize("name", ["tuning.json", "held-out.json", "held-out-2.json"])
+def test_every_rewrite_of_a_corpus_line_parses_and_none_contradicts_its_label(name: str, tmp_path: Path) -> None:
+    """A rewrite is only ever written for the pattern nsync recognised: on a line it got wrong, a rewrite would
+    fix the wrong thing. None is written there, and each one written parses in its function."""
+    import ast
+
+    written = 0
+    for line, advice in _corpus(name, tmp_path):
+        if advice.rewrite is None and not advice.setup:
+            continue
+        assert advice.pattern == line["pattern"], (line["file"], line["line"], advice.pattern)
+        lines = line["context"].splitlines()
+        if advice.rewrite is not None:
+            lines[advice.first_line - 1 : advice.last_line] = advice.rewrite.splitlines()
+            written += 1
+        if advice.setup_line:
+            lines[advice.setup_line - 1 : advice.setup_line - 1] = advice.setup.splitlines()
+        ast.parse("\n".join(lines))
+    assert written > 0
