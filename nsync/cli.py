@@ -375,8 +375,9 @@ def profile_command(
     out_dir: Annotated[
         Path, typer.Option("-o", "--out-dir", help="Folder for the report, SQLite and JSON.", metavar="DIR")
     ] = Path("nsync-out"),
-    name: Annotated[
-        str | None, typer.Option(help="Base name of the outputs (default: the script's name).", metavar="NAME")
+    base_name: Annotated[  # (not `name`: typer 0.27 took an option of that name for the program)
+        str | None,
+        typer.Option("--name", help="Base name of the outputs (default: the script's name).", metavar="NAME"),
     ] = None,
     json_path: JsonOption = None,
     top: TopOption = 10,
@@ -491,7 +492,7 @@ def profile_command(
     Outputs(json_path, html_path, markdown_path, db_path, suggest_patch).check()  # before the capture
     options = CaptureOptions(
         out_dir=out_dir,
-        name=name or output_name(target or [], module),
+        name=base_name or output_name(target or [], module),
         duration_s=duration if window is None else None,
         capture_range=capture_range,
         nvtx_range=nvtx_range,
