@@ -17,7 +17,7 @@ from nsync.config import AnalysisConfig
 from nsync.keys import dense_codes
 from nsync.load import CallsiteSource, Trace, load_trace
 from nsync.settings import setting
-from nsync.stages.advice import advise_callsites
+from nsync.stages.advice import ReadGroup, advise_callsites, read_groups
 from nsync.stages.attribute import attribute_syncs, device_busy, lead_curves
 from nsync.stages.callsites import assign_stacks, label_callsites, rank_callsites
 from nsync.stages.detect import detect_syncs, is_relevant_api
@@ -61,6 +61,7 @@ class Analysis:
     phases: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(PHASE_COLUMNS)))
     phase_sites: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(PHASE_SITE_COLUMNS)))
     verdict: Verdict | None = None
+    read_groups: list[ReadGroup] = field(default_factory=list)  # reads one copy would do (what_if prices them)
 
 
 @dataclass(frozen=True)
@@ -148,6 +149,10 @@ def analyze(
     inside = syncs["step"] >= 0 if steps.count else syncs["start"].between(window[0], window[1], inclusive="left")
     in_window = syncs.loc[inside].reset_index(drop=True)
     callsites = rank_callsites(in_window, stacks, steps.count)
+    say("writing the fixes")
+    search = [Path(str(trace.path)).resolve().parent, Path.cwd(), *(source_dirs or [])]
+    callsites = advise_callsites(callsites, search)
+    groups = read_groups(callsites, search) if steps.count else []
     say("replaying what-if")
     warnings = list(trace.warnings)
     processes = len(pd.unique(ops["global_pid"]))
@@ -167,7 +172,9 @@ def analyze(
             )
     predicted: WhatIf | None = None
     try:
-        predicted = what_if(ops, syncs, steps, callsites, config.host_scale, calibrated_steps_ns)
+        predicted = what_if(
+            ops, syncs, steps, callsites, config.host_scale, calibrated_steps_ns, [g.released for g in groups]
+        )
     except ReplaySkipped as skipped:
         warnings.append(str(skipped))
     if predicted is not None:
@@ -177,9 +184,6 @@ def analyze(
                 f"what-if: {predicted.sites_left_out} of {len(callsites)} call sites not replayed (too many syncs "
                 "to replay them all): their saving is unknown"
             )
-    say("writing the fixes")
-    search = [Path(str(trace.path)).resolve().parent, Path.cwd(), *(source_dirs or [])]
-    callsites = advise_callsites(callsites, search)
     say("summarising")
     intervals = phase_intervals(steps, _cuda_span(trace, ops))
     phases, phase_sites = phase_table(intervals, busy, syncs, steps.count)
@@ -216,7 +220,8 @@ def analyze(
         kernel_time_ns=kernel_time_ns,
         phases=phases,
         phase_sites=phase_sites,
-        verdict=_verdict(callsites, predicted, config, _frame_note(trace.warnings)),
+        verdict=_verdict(callsites, predicted, config, _frame_note(trace.warnings), groups),
+        read_groups=groups,
     )
 
 
@@ -226,11 +231,16 @@ def _frame_note(warnings: list[str]) -> str:
 
 
 def _verdict(
-    callsites: pd.DataFrame, predicted: WhatIf | None, config: AnalysisConfig, frame_note: str = ""
+    callsites: pd.DataFrame,
+    predicted: WhatIf | None,
+    config: AnalysisConfig,
+    frame_note: str = "",
+    groups: list[ReadGroup] | None = None,
 ) -> Verdict | None:
     """None without a prediction (no steps, or the replay was skipped). A site with no Python frame is named
     by its API and native function, and the verdict says how to capture its Python line (``frame_note``):
-    a shared library's name is nothing to act on."""
+    a shared library's name is nothing to act on. Reads that one copy would do (``groups``) are named
+    together where that saves more than any one site."""
     if predicted is None or not np.isfinite(predicted.unprofiled_step_ns):
         return None
     saving = callsites["predicted_saving_ns_per_step"].to_numpy(float) if len(callsites) else np.zeros(0)
@@ -248,6 +258,10 @@ def _verdict(
         where = f" in {row['function']} ({Path(str(row['file'])).name})" if row["function"] != apis else ""
         note = frame_note.rstrip(".") or "capture with Python backtraces (nsync profile) to name it"
         site = f"the {apis} syncs{where}, whose Python line this trace does not name ({note})"
+    for group, group_saving in zip(groups or [], predicted.group_saving_ns):
+        if group_saving > largest:
+            largest = group_saving
+            site = f"{Path(group.file).name}:{','.join(map(str, group.lines))} (their reads together)"
     threshold = config.worth_fixing_share * predicted.unprofiled_step_ns
     together = predicted.unprofiled_step_ns - predicted.without_syncs_step_ns
     if largest < threshold <= together and (saving[known] > 0).sum() >= 2:

@@ -14,9 +14,10 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
-from nsync.stages.advice import Advice, advise, advise_code, read_code
+from nsync.stages.advice import Advice, LineEdit, advise, advise_code, read_code, read_groups
 
 ROOT = Path(__file__).resolve().parent.parent
 LAB = ROOT / "fixtures/h200"
@@ -258,3 +259,66 @@ def test_the_patches_nsync_writes_for_the_lab_are_the_ones_measured_on_the_h200(
         ast.parse((folder / f"{scenario}.py").read_text())
         ran = {(c["script"], c["mode"]): c["synced"] for c in checks if c["scenario"] == scenario}
         assert ran == {("original", "degraded"): True, ("fixed", "degraded"): False, ("fixed", "healthy"): False}
+
+
+def _sites(path: Path, lines: list[int], counts: list[int]) -> pd.DataFrame:
+    rows = []
+    for site_id, (line, count) in enumerate(zip(lines, counts)):
+        code = read_code(str(path), line)
+        assert code is not None
+        rows.append({"site_id": site_id, "file": str(path), "line": line, "advice": advise_code(code, str(path)),
+                     "count": count})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_three_reads_the_host_uses_become_one_copy_as_in_the_grouped_twin() -> None:
+    """fixtures/h200/w_reads.py: degraded() reads three values at three points of the step and logs them;
+    grouped() is the same step with one stacked read where the last value is made."""
+    path = LAB / "w_reads.py"
+    (group,) = read_groups(_sites(path, [23, 26, 29], [59, 59, 59]), [])
+    assert (group.lines, group.site_ids, group.released) == ([23, 26, 29], [0, 1, 2], [0, 1])
+    assert group.edits[:2] == [LineEdit(23, 23, ""), LineEdit(26, 26, "")]
+    assert group.edits[2] == LineEdit(29, 29, _healthy_line("w_reads.py", "= torch.stack([loss, peak, spread])"))
+
+
+def test_reads_whose_values_are_used_in_between_or_that_run_apart_are_not_read_together(tmp_path: Path) -> None:
+    program = """
+    def step(a, b, log):
+        x = a.item()
+        log.append(f"{x}")
+        y = b.item()
+        log.append(f"{x} {y}")
+    """
+    path = tmp_path / "train.py"
+    path.write_text(textwrap.dedent(program))
+    assert read_groups(_sites(path, [3, 5], [40, 40]), []) == []  # x is used before y is read
+    path.write_text(textwrap.dedent(program).replace('    log.append(f"{x}")\n', ""))
+    assert len(read_groups(_sites(path, [3, 4], [40, 40]), [])) == 1
+    assert read_groups(_sites(path, [3, 4], [40, 80]), []) == []  # one read runs twice as often
+
+
+@pytest.mark.slow
+def test_the_reads_together_are_priced_within_10_percent_of_the_measured_saving_on_the_h200(tmp_path: Path) -> None:
+    """The degraded capture of w_reads (fixtures/h200/reads, calibrated): one group of the three reads, named
+    by the verdict; its predicted saving against the measured one: degraded minus grouped, unprofiled, median
+    of 7 pairs of blocks in one process (timings.log: 1.697 ms)."""
+    import nsync
+    from nsync.calibration import read_calibration
+
+    trace = LAB / "reads/w_reads_degraded.sqlite.xz"
+    calibration = read_calibration(LAB / "reads/w_reads_degraded.calibration.json")
+    analysis = nsync.analyze(trace, calibration=calibration, source_dirs=[LAB])
+    report = nsync.build_report(analysis)
+    (group,) = report.read_together
+    assert group.lines == [23, 26, 29] and group.function == "degraded"
+    assert group.predicted_saving_ms_per_step == pytest.approx(1.697, rel=0.1)
+    assert report.verdict is not None and "w_reads.py:23,26,29 (their reads together)" in report.verdict.text
+    healthy = nsync.build_report(nsync.analyze(LAB / "reads/w_reads_healthy.sqlite.xz", source_dirs=[LAB]))
+    assert healthy.read_together == []
+    patch = tmp_path / "fix.patch"
+    shutil.copy(LAB / "w_reads.py", tmp_path)
+    nsync.write(report, patch, source_dirs=[tmp_path])
+    subprocess.run(["patch", "-p1", "-s", "-i", str(patch)], cwd=tmp_path, check=True)
+    fixed = ast.parse((tmp_path / "w_reads.py").read_text())
+    bodies = {f.name: [ast.dump(s) for s in f.body] for f in fixed.body if isinstance(f, ast.FunctionDef)}
+    assert bodies["degraded"] == bodies["grouped"]  # the patched step is the grouped twin, statement for statement

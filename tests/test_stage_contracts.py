@@ -58,6 +58,6 @@ def test_each_stage_adds_its_declared_columns_and_keeps_the_sync_order(loaded) -
     syncs = result.syncs
     assert list(syncs.columns) == [*SYNC_COLUMNS, *ATTRIBUTED_COLUMNS, *STACK_COLUMNS, *LABEL_COLUMNS]
     assert _in_sync_order(syncs) and len(syncs) > 0
-    assert list(result.callsites.columns) == [*CALLSITE_COLUMNS, "predicted_saving_ns_per_step", *ADVICE_COLUMNS]
+    assert list(result.callsites.columns) == [*CALLSITE_COLUMNS, *ADVICE_COLUMNS, "predicted_saving_ns_per_step"]
     # the exposed-idle window starts once, where attribute puts it: inside the call
     assert (syncs["exposed_start_ns"].between(syncs["start"], syncs["end"])).all()

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from nsync.errors import UsageError
 from nsync.render.terminal import ONCE_ROWS, SETTING
-from nsync.render.text import diff_headline, fixed, printable_all
+from nsync.render.text import diff_headline, edits_said, fixed, printable_all
 from nsync.report import as_any_report
 from nsync.report.analysis import CallSite, Report
 from nsync.report.diff import DiffReport
@@ -125,6 +125,13 @@ def render_markdown(source: Report | Analysis | DiffReport | Diff | RanksReport,
         if more > 0:
             lines += ["", f"{more} more call sites in the full report."]
         lines += _fixes(sites[:FIXES])
+        for group in report.read_together:
+            saving = group.predicted_saving_ms_per_step
+            said, code = edits_said(group.edits)
+            lines += ["", f"#### Read together: {code_span(group.where)}"
+                      + (f", saving {fixed(saving)} ms/step" if saving is not None else ""), ""]  # fmt: skip
+            lines += [f"{prose(group.why)}.", "", f"{said.capitalize()}", "", *fenced(code, "python"), ""]
+            lines += [f"> {prose(group.caveat)}"]
     else:
         lines.append("No sync call sites in the analysed window.")
     if len(report.phases) > 1:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from nsync.errors import UsageError
 from nsync.render.text import printable
 from nsync.report import as_any_report
-from nsync.report.analysis import CallSite, Report
+from nsync.report.analysis import Report
 from nsync.source import find_source, source_lines
 
 if TYPE_CHECKING:
@@ -32,24 +32,35 @@ def render_patch(source: AnyReport | Analysis | Diff, source_dirs: list[Path] | 
     if not isinstance(report, Report):
         raise UsageError("only an analysis has rewrites to suggest: analyse one trace (nsync analyze)")
     search = [Path(report.trace.path).resolve().parent, Path.cwd(), *(source_dirs or [])]
-    by_file: dict[Path, list[tuple[int, CallSite]]] = {}
+    by_file: dict[Path, list[Change]] = {}
     for rank, site in enumerate(report.callsites, 1):
         advice = site.advice
         if advice is None or (advice.rewrite is None and not advice.setup_line):
             continue
         found = find_source(advice.file, search)
+        if found is None:
+            continue
+        wanted = []
+        if advice.rewrite is not None:
+            wanted.append((advice.first_line, advice.last_line, advice.rewrite.splitlines()))
+        if advice.setup and advice.setup_line:
+            wanted.append((advice.setup_line, advice.setup_line - 1, advice.setup.splitlines()))
+        by_file.setdefault(found, []).append((f"#{rank} {site.where} ({advice.pattern})", advice.why, wanted))
+    for group in report.read_together:
+        found = find_source(group.file, search)
         if found is not None:
-            by_file.setdefault(found, []).append((rank, site))
+            wanted = [(edit.first_line, edit.last_line, edit.text.splitlines()) for edit in group.edits]
+            by_file.setdefault(found, []).append((f"read together {group.where}", group.why, wanted))
     header = [
         "nsync's suggested rewrites: read them before applying (git apply FILE, or patch -p1 < FILE).",
         f"From {Path(report.trace.path).name}; the call sites' ranks are those of the report.",
     ]
     diffs: list[str] = []
-    for path, sites in by_file.items():
+    for path, changes in by_file.items():
         lines = source_lines(str(path)) or []
-        changed, said = _apply(lines, sites)
+        changed, said = _apply(lines, changes)
         header += said
-        name = _display(path)
+        name = _display(path, search)
         diffs += difflib.unified_diff(
             [line + "\n" for line in lines], [line + "\n" for line in changed], f"a/{name}", f"b/{name}"
         )
@@ -58,27 +69,25 @@ def render_patch(source: AnyReport | Analysis | Diff, source_dirs: list[Path] | 
     return "".join(f"# {printable(line)}\n" for line in header) + "".join(diffs)
 
 
-def _apply(lines: list[str], sites: list[tuple[int, CallSite]]) -> tuple[list[str], list[str]]:
-    """The file's lines with the rewrites applied, and one line of the header per rewrite (or why not)."""
-    edits: list[tuple[int, int, list[str]]] = []  # (first, last, new lines); last = first - 1: insert before first
+# a change: what names it in the header, why, and its edits (first, last, new lines); last = first - 1 inserts
+Edit = tuple[int, int, list[str]]
+Change = tuple[str, str, list[Edit]]
+
+
+def _apply(lines: list[str], changes: list[Change]) -> tuple[list[str], list[str]]:
+    """The file's lines with the changes applied, and one line of the header per change (or why not)."""
+    edits: list[Edit] = []
     said = []
-    for rank, site in sites:
-        advice = site.advice
-        assert advice is not None
-        wanted = []
-        if advice.rewrite is not None:
-            wanted.append((advice.first_line, advice.last_line, advice.rewrite.splitlines()))
-        if advice.setup and advice.setup_line:
-            wanted.append((advice.setup_line, advice.setup_line - 1, advice.setup.splitlines()))
+    for label, why, wanted in changes:
         wanted = [edit for edit in wanted if edit not in edits]  # two sites of one line: one rewrite
         if any(_conflict(edit, other) for edit in wanted for other in edits):
-            said.append(f"#{rank} {site.where} ({advice.pattern}): not applied, it changes lines another rewrite does")
+            said.append(f"{label}: not applied, it changes lines another rewrite does")
             continue
         if any(max(first, last) > len(lines) for first, last, _ in wanted):
-            said.append(f"#{rank} {site.where}: not applied, the file here is shorter than the traced one")
+            said.append(f"{label}: not applied, the file here is shorter than the traced one")
             continue
         edits += wanted
-        said.append(f"#{rank} {site.where} ({advice.pattern}): {textwrap.shorten(advice.why, 100)}")
+        said.append(f"{label}: {textwrap.shorten(why, 100)}")
     changed = list(lines)
     # from the end of the file, so that each edit's line numbers still hold; at one line, the replacement first,
     # then the set-ups before it, the better-ranked one last so that it ends up first
@@ -89,7 +98,7 @@ def _apply(lines: list[str], sites: list[tuple[int, CallSite]]) -> tuple[list[st
     return changed, said
 
 
-def _conflict(edit: tuple[int, int, list[str]], other: tuple[int, int, list[str]]) -> bool:
+def _conflict(edit: Edit, other: Edit) -> bool:
     """Whether two edits touch the same lines: two replacements that overlap, or an insertion inside a
     replaced range (insertions before one line do not conflict)."""
     inserts, other_inserts = edit[1] < edit[0], other[1] < other[0]
@@ -102,10 +111,11 @@ def _conflict(edit: tuple[int, int, list[str]], other: tuple[int, int, list[str]
     return edit[0] <= other[1] and other[0] <= edit[1]
 
 
-def _display(path: Path) -> str:
-    """The path in the diff: relative to the working directory where it is inside it."""
+def _display(path: Path, search: list[Path]) -> str:
+    """The path in the diff: relative to the working directory where it is inside it, else to the folder it
+    was found in (apply the patch there), else absolute less its root."""
     resolved = path.resolve()
-    try:
-        return resolved.relative_to(Path.cwd().resolve()).as_posix()
-    except ValueError:
-        return resolved.as_posix().lstrip(os.sep)
+    for folder in [Path.cwd().resolve(), *(f.resolve() for f in search)]:
+        if resolved.is_relative_to(folder):
+            return resolved.relative_to(folder).as_posix()
+    return resolved.as_posix().lstrip(os.sep)

@@ -13,9 +13,9 @@ from rich.table import Table
 from rich.text import Text
 
 from nsync.render.source import source_line
-from nsync.render.text import diff_headline, fixed, printable_all
+from nsync.render.text import diff_headline, edits_said, fixed, printable_all
 from nsync.report import as_any_report
-from nsync.report.analysis import CallSite, OnceSite, Phase, Report, where
+from nsync.report.analysis import CallSite, OnceSite, Phase, ReadTogether, Report, where
 from nsync.report.diff import DiffReport
 from nsync.report.ranks import RanksReport
 
@@ -88,6 +88,7 @@ def summary(
         blocks_of = _blocks(shown, code, bool(steps.count), verbose, width)
         parts.extend([table] if table is not None and not verbose else blocks_of)
         blocks = table is None or verbose
+        parts.extend(line for group in report.read_together for line in _read_together(group, width))
         what_if = report.what_if
         if what_if and what_if.replayed_step_ms is not None:
             parts.append(
@@ -185,6 +186,19 @@ def _fix(site: CallSite, label: str, width: int, indent: str = "") -> list[Text]
     if advice.caveat:
         lines.append(words(advice.caveat, indent + "  ", indent + "  "))
     return lines
+
+
+def _read_together(group: ReadTogether, width: int) -> list[Text]:
+    """Reads of several lines that one copy would do: where, the saving of fixing them together, the edits."""
+    saving = group.predicted_saving_ms_per_step
+    head = Text()
+    head.append(f"read together: {group.where}", style="bold")
+    head.append(f"  {group.function}" + (f"  saving {fixed(saving)} ms/step" if saving is not None else ""))
+    said, code = edits_said(group.edits)
+    wrap = textwrap.TextWrapper(width, initial_indent="  ", subsequent_indent="  ", break_long_words=False)
+    lines = [head, Text(wrap.fill(f"{group.why}.")), Text(f"  {said}")]
+    lines += [Text(f"    {line}", style="green", overflow="fold") for line in code.splitlines()]
+    return [*lines, Text(wrap.fill(group.caveat))]
 
 
 def _phase_text(phase: Phase) -> str:

@@ -13,8 +13,10 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from nsync.report.diff import DiffReport
+    from nsync.stages.advice import LineEdit
 
 import dataclasses
+import textwrap
 from typing import Any, TypeVar
 
 # C0 controls, DEL and C1 controls; and the bidirectional embeddings, overrides and isolates
@@ -55,6 +57,18 @@ def _walk(value: Any) -> Any:
     if isinstance(value, dict):
         return {_walk(k): _walk(v) for k, v in value.items()}
     return value
+
+
+def edits_said(edits: list[LineEdit]) -> tuple[str, str]:
+    """Line edits in words ("delete lines 23, 26; line 29 becomes:") and the code they write (dedented)."""
+    deleted = [str(edit.first_line) for edit in edits if not edit.text]
+    written = [edit for edit in edits if edit.text]
+    words = []
+    if deleted:
+        words.append(f"delete line{'s' if len(deleted) > 1 else ''} {', '.join(deleted)}")
+    words += [f"line {edit.first_line} becomes" for edit in written]
+    code = "\n".join(textwrap.dedent(edit.text) for edit in written)
+    return "; ".join(words) + (":" if written else ""), code
 
 
 def diff_headline(report: DiffReport) -> str:

@@ -19,7 +19,7 @@ import pandas as pd
 
 from nsync.config import AnalysisConfig
 from nsync.report.typed import read_typed
-from nsync.stages.advice import Advice
+from nsync.stages.advice import Advice, LineEdit
 
 if TYPE_CHECKING:
     from nsync.analysis import Analysis
@@ -201,6 +201,24 @@ class CallSite(Site):
     short_hint: str
     hint: str
     advice: Advice | None = None  # the fix, from the code (None: the hint, from the sync's kind, is all there is)
+
+
+@dataclass(frozen=True)
+class ReadTogether:
+    """Value reads on several lines of one step that one copy would do (nsync.stages.advice.ReadGroup): the
+    lines, the rewrite as line edits, and what fixing them together is predicted to save per step."""
+
+    file: str
+    function: str
+    lines: list[int]
+    why: str
+    edits: list[LineEdit]
+    caveat: str
+    predicted_saving_ms_per_step: float | None
+
+    @property
+    def where(self) -> str:
+        return f"{Path(self.file).name}:{','.join(map(str, self.lines))}"
 
 
 @dataclass(frozen=True)
@@ -474,6 +492,7 @@ class Report:
     config: AnalysisConfig
     per_step: PerStep | None = None
     timeline: Timeline | None = None
+    read_together: list[ReadTogether] = dataclasses.field(default_factory=list)
     # no figure below is written out: each is derived from those above
 
     @property
@@ -566,7 +585,24 @@ def build_report(analysis: Analysis) -> Report:
         config=analysis.config,
         per_step=_per_step(analysis),
         timeline=timeline_of(analysis),
+        read_together=_read_together(analysis),
     )
+
+
+def _read_together(analysis: Analysis) -> list[ReadTogether]:
+    savings = analysis.what_if.group_saving_ns if analysis.what_if else ()
+    return [
+        ReadTogether(
+            file=group.file,
+            function=group.function,
+            lines=list(group.lines),
+            why=group.why,
+            edits=list(group.edits),
+            caveat=group.caveat,
+            predicted_saving_ms_per_step=ns_to_ms(savings[k]) if k < len(savings) else None,
+        )
+        for k, group in enumerate(analysis.read_groups)
+    ]
 
 
 def _verdict(analysis: Analysis) -> VerdictFacts | None:

@@ -257,6 +257,7 @@ class WhatIf:
     sites_left_out: int = 0  # call sites not replayed (too many sync-replays)
     calibrated_steps_ns: np.ndarray | None = None  # the program's own unprofiled steps (calibration run), if known
     calibration_note: str = ""  # how the calibration was applied
+    group_saving_ns: tuple[float, ...] = ()  # per group of call sites released together (what_if's ``groups``)
 
     @property
     def calibrated(self) -> bool:
@@ -343,18 +344,21 @@ def what_if(
     callsites: pd.DataFrame,
     host_scale: float,
     calibrated_steps_ns: np.ndarray | None = None,
+    groups: list[list[int]] | None = None,
 ) -> WhatIf:
-    """Replay each call site of ``callsites`` (its syncs released), and all at once; ReplaySkipped says why not.
-    ``syncs``: every detected sync, with ``site_id``. ``calibrated_steps_ns``: the program's unprofiled steps,
-    whose median the host scale is then fitted to (``host_scale`` otherwise)."""
+    """Replay each call site of ``callsites`` (its syncs released), each of ``groups`` (lists of site ids
+    released together), and all at once; ReplaySkipped says why not. ``syncs``: every detected sync, with
+    ``site_id``. ``calibrated_steps_ns``: the program's unprofiled steps, whose median the host scale is then
+    fitted to (``host_scale`` otherwise)."""
+    groups = groups or []
     if steps.count < 2:
         raise ReplaySkipped("what-if replay needs steps")
     sync_start = syncs["start"].to_numpy(np.int64)
     fits = FIT_REPLAYS if calibrated_steps_ns is not None else 0
-    first, stop = replay_span(steps, sync_start, len(callsites) + 3 + fits)
+    first, stop = replay_span(steps, sync_start, len(callsites) + len(groups) + 3 + fits)
     replayed = steps.analysed.iloc[first:stop]
     window = sync_start[(sync_start >= replayed["start"].iloc[0]) & (sync_start < replayed["end"].iloc[-1])]
-    sites_fit = REPLAY_BUDGET // max(len(window), 1) - 3 - fits
+    sites_fit = REPLAY_BUDGET // max(len(window), 1) - 3 - fits - len(groups)
     if sites_fit < 1:
         raise ReplaySkipped(
             f"what-if replay skipped: {len(window)} syncs in {stop - first} steps are too many to replay "
@@ -383,6 +387,7 @@ def what_if(
     base = predict(none, host_scale)
     replayed_sites = callsites.sort_values("exposed_idle_ns", ascending=False).head(sites_fit)["site_id"]
     savings = {int(site): base - predict(model.sync_site == site, host_scale) for site in replayed_sites}
+    together = tuple(base - predict(np.isin(model.sync_site, group), host_scale) for group in groups)
     return WhatIf(
         replayed_step_ns=as_captured,
         unprofiled_step_ns=base,
@@ -394,4 +399,5 @@ def what_if(
         sites_left_out=len(callsites) - len(savings),
         calibrated_steps_ns=calibrated_steps_ns,
         calibration_note=note,
+        group_saving_ns=together,
     )
