@@ -226,6 +226,7 @@ def reported(command: Callable[..., None]) -> Callable[..., None]:
         "nsync analyze report.sqlite --json result.json --top 20",
         "nsync analyze report.sqlite --step-range train_step --json -",
         "nsync analyze report.sqlite --fail-above 5   # CI: fail over 5 % of a step",
+        "nsync analyze report.sqlite --suggest-patch fix.patch  # git apply fix.patch",
         "nsync analyze --from result.json --html r.html  # render a saved result",
     ),
 )

@@ -514,6 +514,11 @@ class Report:
         unprofiled = self.what_if.unprofiled_step_ms if self.what_if else None
         return _less(unprofiled, site.predicted_saving_ms_per_step)
 
+    def step_ms_if_read_together(self, group: ReadTogether) -> float | None:
+        """The predicted unprofiled step with ``group``'s reads made one."""
+        unprofiled = self.what_if.unprofiled_step_ms if self.what_if else None
+        return _less(unprofiled, group.predicted_saving_ms_per_step)
+
     def library_frames(self, sites: list[CallSite] | list[OnceSite]) -> bool:
         """Whether any of ``sites`` is issued by a library (the renderers then show where)."""
         return any(site.issued_at for site in sites)

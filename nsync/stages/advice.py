@@ -611,9 +611,9 @@ def _value_read(code: _Code) -> _Edit:
             first = host_uses[0]
             return _Edit(
                 why=f"`{what}` reads the value on the host, and the host uses it: line {first.lineno}",
-                caveat=f"a true dependency: `{name}` decides what the host does at line {first.lineno} (`"
-                f"{code.lines[first.lineno - 1].strip()}`); keep that decision on the GPU (torch.where) or make it "
-                "every N steps",
+                caveat=f"a true dependency: the host uses `{name}` at line {first.lineno} (`"
+                f"{code.lines[first.lineno - 1].strip()}`); keep what it does there on the GPU (torch.where), or do "
+                "it every N steps; several such reads: read them together, with one copy",
                 dependency="true",
             )
         return _Edit(
