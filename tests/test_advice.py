@@ -313,6 +313,8 @@ def test_the_reads_together_are_priced_within_10_percent_of_the_measured_saving_
     assert group.lines == [23, 26, 29] and group.function == "degraded"
     assert group.predicted_saving_ms_per_step == pytest.approx(1.697, rel=0.1)
     assert report.verdict is not None and "w_reads.py:23,26,29 (their reads together)" in report.verdict.text
+    saved = nsync.write(report, tmp_path / "r.json")
+    assert nsync.read_report(saved) == report  # the advice and the group read back as they were written
     healthy = nsync.build_report(nsync.analyze(LAB / "reads/w_reads_healthy.sqlite.xz", source_dirs=[LAB]))
     assert healthy.read_together == []
     patch = tmp_path / "fix.patch"

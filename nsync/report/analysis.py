@@ -19,7 +19,7 @@ import pandas as pd
 
 from nsync.config import AnalysisConfig
 from nsync.report.typed import read_typed
-from nsync.stages.advice import Advice, LineEdit
+from nsync.stages.advice import Advice, Reads
 
 if TYPE_CHECKING:
     from nsync.analysis import Analysis
@@ -204,16 +204,10 @@ class CallSite(Site):
 
 
 @dataclass(frozen=True)
-class ReadTogether:
-    """Value reads on several lines of one step that one copy would do (nsync.stages.advice.ReadGroup): the
-    lines, the rewrite as line edits, and what fixing them together is predicted to save per step."""
+class ReadTogether(Reads):
+    """Value reads on several lines of one step that one copy would do: the lines, the rewrite as line edits,
+    and what fixing them together is predicted to save per step."""
 
-    file: str
-    function: str
-    lines: list[int]
-    why: str
-    edits: list[LineEdit]
-    caveat: str
     predicted_saving_ms_per_step: float | None
 
     @property
@@ -598,12 +592,7 @@ def _read_together(analysis: Analysis) -> list[ReadTogether]:
     savings = analysis.what_if.group_saving_ns if analysis.what_if else ()
     return [
         ReadTogether(
-            file=group.file,
-            function=group.function,
-            lines=list(group.lines),
-            why=group.why,
-            edits=list(group.edits),
-            caveat=group.caveat,
+            **{f.name: getattr(group, f.name) for f in dataclasses.fields(Reads)},
             predicted_saving_ms_per_step=ns_to_ms(savings[k]) if k < len(savings) else None,
         )
         for k, group in enumerate(analysis.read_groups)

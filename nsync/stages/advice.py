@@ -1291,20 +1291,26 @@ class LineEdit:
 
 
 @dataclass(frozen=True)
-class ReadGroup:
+class Reads:
     """Reads on several lines of one function, each a step, whose values the host uses: one copy of them all,
     at the last of them, does what the reads do with one sync instead of one each (the coalescing of the
-    articles nsync grew from). ``site_ids``: the call sites, in line order; ``released``: those whose sync the
-    combined read removes (all but the last: one sync remains, where the values are read)."""
+    articles nsync grew from). What the report says of them (report.analysis.ReadTogether adds the saving)."""
 
-    site_ids: list[int]
-    released: list[int]
     file: str
     function: str
     lines: list[int]
     why: str
     edits: list[LineEdit]
     caveat: str
+
+
+@dataclass(frozen=True)
+class ReadGroup(Reads):
+    """Reads and their call sites: ``site_ids`` in line order; ``released``, those whose sync the combined read
+    removes (all but the last: one sync remains, where the values are read)."""
+
+    site_ids: list[int]
+    released: list[int]
 
 
 def read_groups(callsites: pd.DataFrame, search: Iterable[Path]) -> list[ReadGroup]:
