@@ -255,6 +255,7 @@ def test_the_patches_nsync_writes_for_the_lab_are_the_ones_measured_on_the_h200(
         command = [sys.executable, "-m", "nsync", "analyze", str(trace), "--suggest-patch", str(patch), "-q"]
         subprocess.run(command, cwd=folder, check=True, capture_output=True)
         assert patch.read_text() == (LAB / "fixes" / f"{scenario}.patch").read_text()
+        subprocess.run(["git", "apply", "--check", str(patch)], cwd=folder, check=True)  # as the README says
         subprocess.run(["patch", "-p1", "-s", "-i", str(patch)], cwd=folder, check=True)
         ast.parse((folder / f"{scenario}.py").read_text())
         ran = {(c["script"], c["mode"]): c["synced"] for c in checks if c["scenario"] == scenario}
