@@ -1139,14 +1139,17 @@ def _synchronize(code: _Code) -> _Edit:
         for n in ast.walk(code.function or code.tree)
         if isinstance(n, ast.Call)
     )
+    why = f"`{code.text(statement.value)}` makes the host wait until the GPU has finished everything queued"
+    if timing:  # deleting it would change what the clock measures: no rewrite, the way to time instead
+        return _Edit(
+            why=why,
+            caveat="it closes a host clock's timing here: time the GPU work with CUDA events instead "
+            "(torch.cuda.Event(enable_timing=True), read once after the loop), then delete it",
+        )
     return _Edit(
         rewrite="",
-        why=f"`{code.text(statement.value)}` makes the host wait until the GPU has finished everything queued",
-        caveat=(
-            "it times the step here: time it with CUDA events instead (torch.cuda.Event(enable_timing=True))"
-            if timing
-            else "if the host must know that some work is done, wait on an event recorded after that work"
-        ),
+        why=why,
+        caveat="if the host must know that some work is done, wait on an event recorded after that work",
     )
 
 
