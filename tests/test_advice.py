@@ -346,3 +346,17 @@ def test_the_patches_nsync_writes_for_the_real_programs_are_the_ones_run_on_the_
     subprocess.run(command, cwd=tmp_path, check=True, capture_output=True)
     assert patch.read_text() == (real / "fixes" / f"{program}.patch").read_text()
     subprocess.run(["git", "apply", "--check", str(patch)], cwd=tmp_path, check=True)
+
+
+def test_the_database_holds_each_call_sites_fix(tmp_path: Path) -> None:
+    """--db: the call sites' table carries the fix written for each (the lab's w_item, its source found with
+    source_dirs): its one call site, the comprehension of reads, stacked as in its healthy twin."""
+    import sqlite3
+
+    import nsync
+
+    analysis = nsync.analyze(LAB / "cal/w_item_degraded.sqlite.xz", source_dirs=[LAB])
+    nsync.write(analysis, tmp_path / "r.db")
+    with sqlite3.connect(tmp_path / "r.db") as db:
+        rows = db.execute("SELECT line, fix_pattern, fix_dependency, fix_rewrite, fix_setup FROM callsites").fetchall()
+    assert rows == [(17, "value read", "false", _healthy_line("w_item.py", "norms_log.append(torch.stack("), "")]

@@ -71,6 +71,11 @@ CALLSITE_COLUMNS: dict[str, type] = {
     "apis": str,
     "hint": str,
     "stack": str,
+    "fix_pattern": str,  # the advice, where nsync wrote one from the code (NULL: the hint is all there is)
+    "fix_dependency": str,
+    "fix_why": str,
+    "fix_rewrite": str,  # the statement rewritten ('' deletes it); NULL: none written
+    "fix_setup": str,
 }
 
 
@@ -212,4 +217,8 @@ def _callsite_rows(analysis: Analysis) -> dict[str, list[Any]]:
         "apis": [", ".join(a) for a in sites["apis"]],
         "hint": sites["hint"].astype(str).tolist(),
         "stack": [json.dumps([f._asdict() for f in stack]) for stack in sites["stack"]],
+        **{
+            f"fix_{field}": [None if advice is None else getattr(advice, field) for advice in sites["advice"]]
+            for field in ("pattern", "dependency", "why", "rewrite", "setup")
+        },
     }
