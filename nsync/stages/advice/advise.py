@@ -1,0 +1,117 @@
+"""Each call site's advice: a known library's switch, else its line read and rewritten, else nothing (the sync
+kind's hint stands)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import replace
+from pathlib import Path
+
+import pandas as pd
+
+from nsync.stages.advice.code import _Code, _strip_comment, read_code
+from nsync.stages.advice.library import library_advice
+from nsync.stages.advice.model import Advice
+from nsync.stages.advice.patterns import PRINT, SHORT, UNKNOWN, classify
+from nsync.stages.advice.recognise import _from_function
+from nsync.stages.advice.rewrites import _REWRITERS, _checked, _Edit
+from nsync.stages.callsites import library_package
+
+
+def advise_code(code: _Code, file: str, printed: bool = False) -> Advice:
+    """The advice for a readable line: its pattern, and the rewrite where the code allows one."""
+    own = _strip_comment(code.lines[code.line - 1])
+    pattern, dependency, fix = classify(own)
+    if pattern == UNKNOWN:
+        pattern, dependency, fix = classify(code.header())
+    if pattern == UNKNOWN:  # what the line's text cannot tell, its function can
+        pattern, dependency, fix = _from_function(code) or (pattern, dependency, fix)
+    if printed and pattern != PRINT:
+        pattern, dependency, fix = PRINT, "false", classify("print(x)")[2]
+    edit = _Edit()
+    rewriter = _REWRITERS.get(pattern)
+    if rewriter is not None:
+        edit = rewriter(code)
+    if edit.rewrite is not None:
+        edit = _checked(edit)
+    statement = code.statement
+    first, last = (
+        (statement.lineno, statement.end_lineno or statement.lineno) if edit.whole else code.lines_of(statement)
+    )
+    return Advice(
+        pattern=pattern,
+        dependency=edit.dependency or dependency,
+        short=edit.short or SHORT[pattern],
+        why=(edit.why or f"`{own.strip()}` syncs") + ".",
+        rewrite=edit.rewrite,
+        setup=edit.setup,
+        caveat=edit.caveat or fix,
+        basis="code",
+        file=file,
+        first_line=first if edit.rewrite is not None else 0,
+        last_line=last if edit.rewrite is not None else 0,
+        setup_line=edit.setup_line if edit.setup else 0,
+    )
+
+
+def advise(
+    file: str,
+    line: int,
+    sync_file: str,
+    sync_line: int,
+    sync_function: str,
+    package: str,
+    printed: bool,
+    search: Iterable[Path] = (),
+) -> Advice | None:
+    """The advice for one call site (None: no readable line and no known library: the kind's hint stands).
+
+    A sync issued inside a known library (``package``) gets that library's switch; otherwise the user's line
+    (``file``:``line``) is read, or, when the sync frame is another readable file, that line."""
+    folders = tuple(search)
+    if package:
+        known = library_advice(package, sync_file, sync_function)
+        if known is not None:
+            return known
+    code = read_code(file, line, folders)
+    if code is not None:
+        advice = advise_code(code, file, printed)
+        if advice.pattern != UNKNOWN or not package:
+            return advice
+    if package:
+        inside = read_code(sync_file, sync_line, folders)
+        if inside is not None:
+            advice = advise_code(inside, sync_file, printed)
+            return replace(
+                advice,
+                why=f"{advice.why[:-1]} (inside {package}, not in your code).",
+                rewrite=None,
+                setup="",
+                first_line=0,
+                last_line=0,
+                setup_line=0,
+                caveat=f"a change of {package}'s own code: look for a setting of {package} that avoids it, or a "
+                f"newer version. {advice.caveat}",
+            )
+    return None
+
+
+def advise_callsites(callsites: pd.DataFrame, search: Iterable[Path]) -> pd.DataFrame:
+    """Each call site's advice (None where neither its line is readable nor its library known: its sync kind's
+    hint stands). One read and parse per file, whatever the number of sites."""
+    folders = tuple(search)
+    columns = ["file", "line", "sync_file", "sync_line", "sync_function", "stack"]
+    advice = [
+        advise(
+            str(file),
+            int(line),
+            str(sync_file),
+            int(sync_line),
+            str(sync_function),
+            library_package(str(sync_file)),
+            any(frame.file.endswith("_tensor_str.py") for frame in stack),
+            folders,
+        )
+        for file, line, sync_file, sync_line, sync_function, stack in zip(*(callsites[c] for c in columns))
+    ]
+    return callsites.assign(advice=pd.Series(advice, index=callsites.index, dtype=object))

@@ -1,0 +1,317 @@
+"""The syncing line in its file: the statement that holds it, parsed (ast), with what the rewriters ask of it."""
+
+from __future__ import annotations
+
+import ast
+import functools
+import re
+import textwrap
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from nsync.source import source_lines
+from nsync.stages.advice.patterns import UNKNOWN, classify
+
+
+@dataclass(frozen=True)
+class _Code:
+    """A parsed file and the statement holding the syncing line."""
+
+    lines: list[str]
+    tree: ast.Module
+    chain: list[ast.AST]  # module .. innermost statement holding the line
+    line: int
+
+    @property
+    def statement(self) -> ast.stmt:
+        return self.chain[-1]  # type: ignore[return-value]
+
+    @functools.cached_property
+    def _bytes(self) -> tuple[bytes, list[int]]:
+        """The file as UTF-8 and where each line starts in it (ast's column offsets count bytes)."""
+        encoded = [line.encode() for line in self.lines]
+        starts = [0]
+        for raw in encoded:
+            starts.append(starts[-1] + len(raw) + 1)
+        return b"\n".join(encoded), starts
+
+    def _span(self, node: ast.AST) -> tuple[int, int]:
+        starts = self._bytes[1]
+        return (
+            starts[node.lineno - 1] + node.col_offset,  # type: ignore[attr-defined]
+            starts[node.end_lineno - 1] + node.end_col_offset,  # type: ignore[attr-defined]
+        )
+
+    def text(self, node: ast.AST, changes: Sequence[tuple[ast.AST, str]] = ()) -> str:
+        """The source text of a node, with the sub-nodes in ``changes`` replaced by their texts."""
+        start, end = self._span(node)
+        return self._replaced(start, end, changes)
+
+    def rewritten(self, changes: Sequence[tuple[ast.AST, str]], node: ast.AST | None = None) -> str:
+        """The statement's (or ``node``'s) whole lines with the nodes in ``changes`` replaced (a comment after
+        the statement's end is dropped: it spoke of the code replaced)."""
+        node = node or self.statement
+        starts = self._bytes[1]
+        return self._replaced(starts[node.lineno - 1], self._span(node)[1], changes)  # type: ignore[attr-defined]
+
+    def _replaced(self, start: int, end: int, changes: Sequence[tuple[ast.AST, str]]) -> str:
+        whole = self._bytes[0]
+        out, at = [], start
+        for (first, last), new in sorted((self._span(n), new) for n, new in changes):
+            out += [whole[at:first], new.encode()]
+            at = last
+        out.append(whole[at:end])
+        return b"".join(out).decode()
+
+    def header(self) -> str:
+        """The statement's own text: a compound statement's header alone (``if x.any():``), less comments."""
+        first, last = self.lines_of(self.statement)
+        return "\n".join(_strip_comment(text) for text in self.lines[first - 1 : last])
+
+    def lines_of(self, node: ast.stmt) -> tuple[int, int]:
+        """A statement's lines: a compound statement's header alone."""
+        body = getattr(node, "body", None)
+        if body and not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            return node.lineno, max(node.lineno, body[0].lineno - 1)
+        return node.lineno, node.end_lineno or node.lineno
+
+    @property
+    def indent(self) -> str:
+        text = self.lines[self.statement.lineno - 1]
+        return text[: len(text) - len(text.lstrip())]
+
+    def on_line(self) -> list[ast.AST]:
+        """The statement's expression nodes that touch the syncing line (the whole header for one line)."""
+        roots = _header_nodes(self.statement)
+        nodes = [n for root in roots for n in ast.walk(root) if hasattr(n, "lineno")]
+        touching = [n for n in nodes if n.lineno <= self.line <= (n.end_lineno or n.lineno)]  # type: ignore[attr-defined]
+        return touching or nodes
+
+    @property
+    def function(self) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+        found = [n for n in self.chain if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        return found[-1] if found else None
+
+    def loops(self) -> list[ast.For | ast.While]:
+        """The loops holding the statement inside its function (outermost first)."""
+        function = self.function
+        inside = self.chain[self.chain.index(function) + 1 :] if function else self.chain
+        return [n for n in inside[:-1] if isinstance(n, (ast.For, ast.While))]
+
+    def names(self) -> set[str]:
+        return {n.id for n in ast.walk(self.tree) if isinstance(n, ast.Name)} | {
+            n.name for n in ast.walk(self.tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef))
+        }
+
+    def fresh(self, base: str) -> str:
+        """A name the file does not use yet."""
+        taken, name, k = self.names(), base, 2
+        while name in taken:
+            name, k = f"{base}_{k}", k + 1
+        return name
+
+    def module_names(self) -> set[str]:
+        """Names bound at the module's top level (assignments, imports, definitions)."""
+        bound: set[str] = set()
+        for node in self.tree.body:
+            bound |= _bound(node)
+        return bound
+
+    def setup_place(self, needs: set[str]) -> tuple[int, str] | None:
+        """Where a one-time set-up using ``needs`` can go: before the outermost loop of the statement's function
+        when everything it needs is bound before that loop; else at the top level before the function's
+        definition when everything is a top-level name. (line, indent), or None."""
+        loops = self.loops()
+        function = self.function
+        if loops:
+            loop = loops[0]
+            before: set[str] = set(self.module_names())
+            if function is not None:
+                before |= {a.arg for a in ast.walk(function.args) if isinstance(a, ast.arg)}
+                for node in ast.walk(function):
+                    if isinstance(node, ast.stmt) and node.lineno < loop.lineno and node is not function:
+                        before |= _bound(node)
+            assigned_in_loop = set().union(*(_bound(n) for n in ast.walk(loop) if isinstance(n, ast.stmt)))
+            if needs <= (before | _BUILTINS) - assigned_in_loop:
+                text = self.lines[loop.lineno - 1]
+                return loop.lineno, text[: len(text) - len(text.lstrip())]
+            return None
+        top = self.chain[1] if len(self.chain) > 2 else None
+        if top is None or not isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            return None
+        if needs <= self.module_names() | _BUILTINS:
+            first = min([top.lineno, *(d.lineno for d in top.decorator_list)])
+            return first, ""
+        return None
+
+    def later_uses(self, name: str) -> list[ast.Name]:
+        """Loads of ``name`` after the statement, in its function (or module)."""
+        scope = self.function or self.tree
+        end = self.statement.end_lineno or self.statement.lineno
+        return [
+            n
+            for n in ast.walk(scope)
+            if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) and n.lineno > end
+        ]
+
+
+_BUILTINS = {"torch", "True", "False", "None"}
+
+
+def _bound(node: ast.AST) -> set[str]:
+    """Names a statement binds itself (not inside nested definitions)."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {node.name}
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return {(a.asname or a.name).split(".")[0] for a in node.names}
+    targets: list[ast.AST] = []
+    if isinstance(node, ast.Assign):
+        targets = list(node.targets)
+    elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)):
+        targets = [node.target]
+    elif isinstance(node, (ast.With, ast.AsyncWith)):
+        targets = [item.optional_vars for item in node.items if item.optional_vars is not None]
+    return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+
+
+def _header_nodes(node: ast.stmt) -> list[ast.AST]:
+    if isinstance(node, (ast.If, ast.While)):
+        return [node.test]
+    if isinstance(node, (ast.For, ast.AsyncFor)):
+        return [node.target, node.iter]
+    if isinstance(node, (ast.With, ast.AsyncWith)):
+        return [item.context_expr for item in node.items]
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return []
+    return [node]
+
+
+def _strip_comment(text: str) -> str:
+    return re.split(r"\s#", text, maxsplit=1)[0].rstrip()
+
+
+def read_code(file: str, line: int, search: Iterable[Path] = ()) -> _Code | None:
+    lines = source_lines(file, tuple(search)) if line > 0 else None
+    if lines is None or line > len(lines):
+        return None
+    tree = _parse("\n".join(lines))
+    if tree is None:
+        return None
+    chain: list[ast.AST] = [tree]
+    body: list[ast.stmt] = tree.body
+    while True:
+        holding = [s for s in body if s.lineno <= line <= (s.end_lineno or s.lineno)]
+        if not holding:
+            break
+        node = _syncing(holding, lines)
+        chain.append(node)
+        inner: list[ast.stmt] = []
+        for field in ("body", "orelse", "finalbody", "handlers"):
+            for child in getattr(node, field, []):
+                inner.extend(child.body if isinstance(child, ast.ExceptHandler) else [child])
+        if not any(s.lineno <= line <= (s.end_lineno or s.lineno) for s in inner):
+            break
+        body = inner
+    if len(chain) < 2:
+        return None
+    return _Code(lines, tree, chain, line)
+
+
+def _syncing(statements: list[ast.stmt], lines: list[str]) -> ast.stmt:
+    """Of several statements on one line (``step(); torch.cuda.synchronize()``), the one that syncs: the last
+    whose own text has a pattern (the first when none has)."""
+    if len(statements) == 1:
+        return statements[0]
+    code = _Code(lines, ast.Module(body=[], type_ignores=[]), [], 0)
+    known = [s for s in statements if classify(code.text(s))[0] != UNKNOWN]
+    return known[-1] if known else statements[0]
+
+
+_PARSED: dict[int, tuple[str, ast.Module | None]] = {}
+
+
+def _parse(text: str) -> ast.Module | None:
+    key = hash(text)
+    cached = _PARSED.get(key)
+    if cached is not None and cached[0] == text:
+        return cached[1]
+    try:
+        tree: ast.Module | None = ast.parse(text)
+    except (SyntaxError, ValueError):
+        tree = None
+    if len(_PARSED) > 64:
+        _PARSED.clear()
+    _PARSED[key] = (text, tree)
+    return tree
+
+
+def _is_copy_read(node: ast.AST) -> ast.expr | None:
+    """``x.cpu()`` / ``x.numpy()``: the ``x`` copied to the host, else None (said, not rewritten: the host
+    tensor may be what the code needs)."""
+    if (
+        isinstance(node, ast.Call)
+        and not node.args
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in ("cpu", "numpy")
+    ):
+        return node.func.value
+    return None
+
+
+def _is_read(node: ast.AST) -> ast.expr | None:
+    """``x.item()`` / ``x.tolist()`` / ``float(x)`` / ``int(x)``: the ``x`` read, else None."""
+    if (
+        isinstance(node, ast.Call)
+        and not node.args
+        and not node.keywords
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in ("item", "tolist")
+    ):
+        return node.func.value
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in ("float", "int")
+        and len(node.args) == 1
+        and not node.keywords
+    ):
+        return node.args[0]
+    return None
+
+
+def _holds(tree: ast.AST, node: ast.AST) -> bool:
+    return any(n is node for n in ast.walk(tree))
+
+
+def _target(code: _Code) -> str | None:
+    statement = code.statement
+    if isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name):
+        return statement.targets[0].id
+    return None
+
+
+def _names_in(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def _bound_in(function: ast.AST | None) -> set[str]:
+    if function is None:
+        return set()
+    return set().union(*(_bound(n) for n in ast.walk(function) if isinstance(n, ast.stmt) and n is not function))
+
+
+def _calls_named(tree: ast.AST, name: str) -> list[ast.Call]:
+    return [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call) and (getattr(n.func, "id", None) == name or getattr(n.func, "attr", None) == name)
+    ]
+
+
+def _parses(text: str) -> bool:
+    try:
+        ast.parse(textwrap.dedent(text))
+    except SyntaxError:
+        return False
+    return True

@@ -1,0 +1,65 @@
+"""What the advice stage adds to the analysis: each call site's Advice, and groups of reads one copy would do."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Advice:
+    """How to fix one call site: its pattern, and the rewrite in the user's own names where one can be written.
+
+    ``rewrite`` replaces lines ``first_line``-``last_line`` of ``file`` (indented as there; '' deletes them;
+    None: no rewrite could be written, ``why`` and ``caveat`` say what to do). ``setup`` goes before line
+    ``setup_line`` (0: nowhere in particular, e.g. a library's setting). ``basis``: "code" (read from the
+    line), "library" (a known library's sync and its switch) or "kind" (the sync's kind alone: no readable
+    line, or no pattern fits).
+    """
+
+    pattern: str
+    dependency: str  # "false": the host does not need the value (delete, defer, batch); "true": restructure
+    short: str  # the fix in a few words, for a table's cell
+    why: str
+    rewrite: str | None
+    setup: str
+    caveat: str
+    basis: str
+    file: str = ""
+    first_line: int = 0
+    last_line: int = 0
+    setup_line: int = 0
+
+
+ADVICE_COLUMNS = ("advice",)  # what advise_callsites adds to the call sites: an Advice, or None
+
+
+@dataclass(frozen=True)
+class LineEdit:
+    """Lines ``first_line``-``last_line`` of a file replaced by ``text`` ('' deletes them)."""
+
+    first_line: int
+    last_line: int
+    text: str
+
+
+@dataclass(frozen=True)
+class Reads:
+    """Reads on several lines of one function, each a step, whose values the host uses: one copy of them all,
+    at the last of them, does what the reads do with one sync instead of one each (the coalescing of the
+    articles nsync grew from). What the report says of them (report.analysis.ReadTogether adds the saving)."""
+
+    file: str
+    function: str
+    lines: list[int]
+    why: str
+    edits: list[LineEdit]
+    caveat: str
+
+
+@dataclass(frozen=True)
+class ReadGroup(Reads):
+    """Reads and their call sites: ``site_ids`` in line order; ``released``, those whose sync the combined read
+    removes (all but the last: one sync remains, where the values are read)."""
+
+    site_ids: list[int]
+    released: list[int]

@@ -1,0 +1,124 @@
+"""The patterns of syncing lines, from the articles nsync grew from, and the classifier of a line's text."""
+
+from __future__ import annotations
+
+import re
+
+UNKNOWN = "a sync PyTorch reported"
+
+
+# (pattern, whether the host truly needs the value, regular expression on the line, the fix), first match wins.
+# Tuned on fixtures/syncs/tuning.json (56 lines of six libraries) and the lab scenarios; scored on
+# fixtures/syncs/held-out-2.json, which it was not tuned on (tests/test_sync_free.py). A line whose text fits
+# none is read in its function (_from_function).
+# a call's parentheses with no top-level comma (commas inside brackets and nested calls allowed)
+_ONE_ARGUMENT = r"\((?:[^(),\[\]]|\[[^\]]*\]|\((?:[^()]|\([^()]*\))*\))*\)"
+
+
+PATTERNS: list[tuple[str, str, re.Pattern[str], str]] = [
+    (
+        "explicit synchronize",
+        "false",
+        re.compile(r"\bsynchronize\s*\("),
+        "delete it, or wait on an event recorded after the work you need (event.synchronize()) only where the "
+        "host must know that work is done",
+    ),
+    (
+        "print of a CUDA tensor",
+        "false",
+        re.compile(r"\bprint\s*\(|\blog\w*\s*\(|f[\"']"),
+        "log it every N steps, or keep the values on the GPU and print them once after the loop",
+    ),
+    (
+        "control flow on a GPU value",
+        "true",
+        re.compile(r"^\s*(if|elif|while|assert)\b|\.(any|all)\s*\(\s*\)"),
+        "compute both outcomes and select on the GPU (torch.where), or move the check out of the step",
+    ),
+    (
+        "host-to-device copy of a Python value",
+        "false",
+        re.compile(r"torch\.(tensor|as_tensor)\s*\((.*device|[^()]*\)\.to\s*\()|\]\s*=\s*-?[\d.]+\s*$"),
+        "build the tensor once, before the loop (or from pinned memory with non_blocking=True)",
+    ),
+    (
+        "index from a Python tuple or list",
+        "false",
+        re.compile(r"\[[^\]]*[(\[]\s*-?\d+\s*,"),
+        "make the index a CUDA tensor once, before the loop (torch.tensor(..., device=x.device)), and index with it",
+    ),
+    (
+        "copy from pageable memory",
+        "false",
+        re.compile(r"\.(to|cuda)\s*\(.*non_blocking"),
+        "pin the host tensor once (.pin_memory(), or DataLoader(pin_memory=True)): non_blocking is then asynchronous",
+    ),
+    (
+        "value read",
+        "false",
+        re.compile(r"\.(item|tolist|numpy)\s*\("),
+        "keep the value on the GPU and read it once at the end of the step; several reads: torch.stack them "
+        "and copy once",
+    ),
+    (
+        "copy between host and device",
+        "false",
+        re.compile(r"\.(to|cuda)\s*\(|super\(\)\.cpu\s*\("),
+        "move it once, before the loop (a model, a metric's state, constant tensors): in the step, keep what it "
+        "needs on the device",
+    ),
+    (
+        "dynamic shape (a mask or nonzero)",
+        "true",
+        re.compile(
+            r"\.nonzero\s*\(|\bnonzero\s*\(|masked_select|\.unique\s*\(|\bunique\s*\(|repeat_interleave|bincount"
+            r"|\[[^\]]*(==|!=|<=|>=|<|>)|\[[^\]]*\b\w*mask\s*\]|torch\.where\s*" + _ONE_ARGUMENT
+        ),
+        "keep the shape fixed: torch.where(mask, x, 0) or a multiply by the mask; pass output_size= to "
+        "repeat_interleave",
+    ),
+    (
+        "value read",
+        "false",
+        re.compile(r"\.cpu\s*\(|\b(float|int|bool)\s*\("),
+        "keep the value on the GPU and read it once at the end of the step; several reads: torch.stack them "
+        "and copy once",
+    ),
+    (
+        "Python builtin on tensors",
+        "false",
+        re.compile(r"(?<![.\w])(max|min|sum|any|all|abs)\s*\("),
+        "use the torch op (torch.maximum, torch.sum, ...), which stays on the GPU",
+    ),
+]
+
+
+PRINT = "print of a CUDA tensor"
+
+
+INDEX = "index from a Python tuple or list"
+
+
+SHORT = {  # the usual fix of each pattern in a few words (a rewriter may say it more precisely)
+    "explicit synchronize": "delete the synchronize",
+    PRINT: "print after the loop",
+    "control flow on a GPU value": "decide on the GPU (torch.where)",
+    "host-to-device copy of a Python value": "build the tensor once",
+    "index from a Python tuple or list": "index with a CUDA tensor",
+    "copy from pageable memory": "pin the host tensor",
+    "value read": "keep the value on the GPU",
+    "copy between host and device": "move it once, before the loop",
+    "dynamic shape (a mask or nonzero)": "keep the shape fixed",
+    "Python builtin on tensors": "use the torch op",
+    UNKNOWN: "keep the value on the GPU",
+}
+
+
+def classify(code: str) -> tuple[str, str, str]:
+    """(pattern, dependency, fix) of a syncing source line, from its text (less a trailing comment); a general
+    answer when none fits."""
+    statement = re.split(r"\s#", code, maxsplit=1)[0]
+    for pattern, dependency, expression, fix in PATTERNS:
+        if expression.search(statement):
+            return pattern, dependency, fix
+    return UNKNOWN, "unknown", "find what this line reads from the GPU and keep it there (nsync profile prices it)"

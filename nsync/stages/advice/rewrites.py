@@ -1,0 +1,526 @@
+"""One rewriter per pattern: each reads the statement and writes what it can in the code's own names (an empty
+_Edit: none)."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, replace
+
+from nsync.stages.advice.code import (
+    _bound_in,
+    _calls_named,
+    _Code,
+    _holds,
+    _is_copy_read,
+    _is_read,
+    _names_in,
+    _parses,
+    _target,
+)
+from nsync.stages.advice.patterns import PRINT
+from nsync.stages.advice.recognise import _kind_of, _literal_index, _literal_names
+
+
+@dataclass(frozen=True)
+class _Edit:
+    """What a rewriter found: the statement rewritten (None: none), the set-up and its line, the words."""
+
+    rewrite: str | None = None
+    setup: str = ""
+    setup_line: int = 0
+    why: str = ""
+    caveat: str = ""
+    dependency: str = ""
+    short: str = ""
+    whole: bool = False  # the rewrite replaces the whole compound statement (an if/else), not its header
+
+
+def _value_read(code: _Code) -> _Edit:
+    statement = code.statement
+    for node in code.on_line():
+        if isinstance(node, ast.ListComp) and (inner := _is_read(node.elt)) is not None:
+            elt = code.text(node.elt)
+            stacked = f"torch.stack({code.text(node, [(node.elt, code.text(inner))])})"
+            return _Edit(
+                short="torch.stack the reads",
+                rewrite=code.rewritten([(node, stacked)]),
+                why=f"`{elt}` in the comprehension reads one value per item: one sync each",
+                caveat="this keeps the values as one tensor on the GPU, with no sync; where the numbers are needed, "
+                "read them all at once with .tolist() (one sync), at the end of the step or every N steps",
+            )
+        if isinstance(node, ast.DictComp) and (inner := _is_read(node.value)) is not None:
+            return _Edit(
+                rewrite=code.rewritten([(node.value, code.text(inner))]),
+                short="keep the values on the GPU",
+                why=f"`{code.text(node.value)}` in the comprehension reads one value per item: one sync each",
+                caveat="the dictionary then holds tensors on the GPU, with no sync; where the numbers are needed, "
+                "read them all with one copy: dict(zip(d, torch.stack(list(d.values())).tolist()))",
+            )
+    reads = [(n, inner) for n in code.on_line() if (inner := _is_read(n)) is not None]
+    if not reads:
+        copies = [n for n in code.on_line() if _is_copy_read(n) is not None]
+        return (
+            _Edit(why=f"`{code.text(copies[0])}` copies the tensor to the host and waits for the GPU")
+            if copies
+            else _Edit()
+        )
+    read, inner = reads[0]
+    kept = f"{code.text(inner)}.detach()"
+    what = code.text(read)
+    if (
+        isinstance(statement, ast.AugAssign)
+        and _holds(statement.value, read)
+        and isinstance(statement.target, ast.Name)
+    ):
+        total = statement.target.id
+        return _Edit(
+            rewrite=code.rewritten([(read, kept)]),
+            why=f"`{what}` copies the value to the host and waits for the GPU, to add it up on the host",
+            caveat=f"`{total}` becomes a tensor on the GPU: read it once, {total}.item(), where the number is "
+            "needed (after the loop, or every N steps)",
+        )
+    if (
+        isinstance(statement, ast.Expr)
+        and isinstance(statement.value, ast.Call)
+        and isinstance(statement.value.func, ast.Attribute)
+        and statement.value.func.attr == "append"
+        and len(statement.value.args) == 1
+        and _holds(statement.value.args[0], read)
+    ):
+        kept_in = code.text(statement.value.func.value)
+        return _Edit(
+            rewrite=code.rewritten([(read, kept)]),
+            why=f"`{what}` copies the value to the host and waits for the GPU, only to keep it in a list",
+            caveat=f"`{kept_in}` then holds tensors on the GPU: read them once, torch.stack({kept_in}).tolist(), "
+            "where the numbers are needed (after the loop, or every N steps)",
+        )
+    if (
+        isinstance(statement, ast.Assign)
+        and statement.value is read
+        and len(statement.targets) == 1
+        and isinstance(statement.targets[0], ast.Name)
+    ):
+        name = statement.targets[0].id
+        host_uses = [use for use in code.later_uses(name) if _used_by_host(code, use)]
+        if host_uses:
+            first = host_uses[0]
+            return _Edit(
+                why=f"`{what}` reads the value on the host, and the host uses it: line {first.lineno}",
+                caveat=f"a true dependency: the host uses `{name}` at line {first.lineno} (`"
+                f"{code.lines[first.lineno - 1].strip()}`); keep what it does there on the GPU (torch.where), or do "
+                "it every N steps; several such reads: read them together, with one copy",
+                dependency="true",
+            )
+        return _Edit(
+            rewrite=code.rewritten([(read, kept)]),
+            why=f"`{what}` copies the value to the host and waits for the GPU",
+            caveat=f"`{name}` becomes a tensor on the GPU: where the host needs the number, read it once, at the "
+            "end of the step or every N steps",
+        )
+    return _Edit(why=f"`{what}` copies the value to the host and waits for the GPU")
+
+
+def _used_by_host(code: _Code, use: ast.Name) -> bool:
+    """Whether a load of a name decides something on the host: a test, a range, an index bound, a format."""
+    scope = code.function or code.tree
+    for node in ast.walk(scope):
+        if isinstance(node, (ast.If, ast.While, ast.IfExp, ast.Assert)) and _holds(node.test, use):
+            return True
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("range", "print")
+            and any(_holds(a, use) for a in node.args)
+        ):
+            return True
+        if isinstance(node, ast.Slice) and any(_holds(p, use) for p in (node.lower, node.upper, node.step) if p):
+            return True
+        if isinstance(node, ast.FormattedValue) and _holds(node.value, use):
+            return True
+    return False
+
+
+def _print(code: _Code) -> _Edit:
+    statement = code.statement
+    if not (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call)):
+        return _Edit()
+    call = statement.value
+    values = [a for a in call.args if not isinstance(a, ast.Constant)]
+    formatted = [
+        v.value
+        for a in call.args
+        if isinstance(a, ast.JoinedStr)
+        for v in a.values
+        if isinstance(v, ast.FormattedValue)
+    ]
+    shown = formatted if len(values) == 1 and isinstance(values[0], ast.JoinedStr) else values
+    counter = _loop_counter(code)
+    what = code.text(call)
+    why = f"`{what}` formats a CUDA tensor, which copies it to the host and waits for the GPU"
+    if counter is not None:
+        body = "\n".join("    " + text for text in code.rewritten([]).splitlines())
+        return _Edit(
+            rewrite=f"{code.indent}if {counter} % 100 == 0:\n{body}",
+            short="print every 100 steps",
+            why=why,
+            caveat="it still syncs, once every 100 steps (choose the interval); the other steps are not printed",
+        )
+    if len(shown) != 1:
+        return _Edit(why=why)
+    value = shown[0]
+    inner = _is_read(value)
+    kept = code.text(inner if inner is not None else value)
+    name = code.fresh("printed")
+    place = code.setup_place(set())
+    if place is None:
+        return _Edit(why=why)
+    line, indent = place
+    return _Edit(
+        rewrite=f"{code.indent}{name}.append({kept}.detach())",
+        setup=f"{indent}{name} = []  # print them once, after the loop: print(torch.stack({name}).tolist())",
+        setup_line=line,
+        why=why,
+        caveat=f"the values are printed after the loop instead of as it runs; in a long run print and clear "
+        f"`{name}` every N steps",
+    )
+
+
+def _loop_counter(code: _Code) -> str | None:
+    """The step counter of the innermost loop holding the statement: ``for step in range(...)`` or
+    ``for i, batch in enumerate(...)``."""
+    for loop in reversed(code.loops()):
+        if not isinstance(loop, ast.For) or not isinstance(loop.iter, ast.Call):
+            continue
+        called = loop.iter.func
+        if isinstance(called, ast.Name) and called.id == "range" and isinstance(loop.target, ast.Name):
+            return loop.target.id
+        if (
+            isinstance(called, ast.Name)
+            and called.id == "enumerate"
+            and isinstance(loop.target, ast.Tuple)
+            and isinstance(loop.target.elts[0], ast.Name)
+        ):
+            return loop.target.elts[0].id
+    return None
+
+
+def _index(code: _Code) -> _Edit:
+    literal_names = _literal_names(code)
+    for node in code.on_line():
+        if not isinstance(node, ast.Subscript):
+            continue
+        parts = (
+            node.slice.elts if isinstance(node.slice, ast.Tuple) and not _literal_index(node.slice) else [node.slice]
+        )
+        for part in parts:
+            named = isinstance(part, ast.Name) and part.id in literal_names
+            if not (_literal_index(part) or named):
+                continue
+            source = code.text(part)
+            base = (
+                f"{part.id}_T"
+                if isinstance(part, ast.Name) and part.id.isupper()
+                else (f"{part.id}_index" if isinstance(part, ast.Name) else f"{_target(code) or 'picked'}_index")
+            )
+            name = code.fresh(base)
+            needs = {part.id} if isinstance(part, ast.Name) else set()
+            simple = isinstance(node.value, (ast.Name, ast.Attribute))
+            place = code.setup_place(needs | _names_in(node.value)) if simple else None
+            device = f"{code.text(node.value)}.device" if place is not None else '"cuda"'
+            place = place or code.setup_place(needs)
+            if place is None:
+                return _Edit(why=f"the index `{source}` is a Python {_kind_of(part, literal_names)}")
+            line, indent = place
+            data = source if isinstance(part, ast.Name) else f"[{source.strip('()[]').rstrip(', ')}]"
+            on = " on the current CUDA device" if device == '"cuda"' else ""
+            return _Edit(
+                rewrite=code.rewritten([(part, name)]),
+                setup=f"{indent}{name} = torch.tensor({data}, device={device})",
+                setup_line=line,
+                why=f"the index `{source}` is a Python {_kind_of(part, literal_names)}: PyTorch copies it to the GPU "
+                "each time, from pageable memory, and waits for the copy",
+                caveat=f"the index tensor is made once{on}"
+                + (" (name the tensor's device if it lives elsewhere)" if on else "")
+                + "; the values it picks are the same",
+            )
+    return _Edit()
+
+
+def _torch_call(node: ast.AST, *names: str) -> bool:
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in names
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == "torch"
+    )
+
+
+def _host_to_device(code: _Code) -> _Edit:
+    for node in code.on_line():
+        if not (_torch_call(node, "tensor", "as_tensor") and any(k.arg == "device" for k in node.keywords)):  # type: ignore[attr-defined]
+            continue
+        call: ast.Call = node  # type: ignore[assignment]
+        text = code.text(call)
+        why = (
+            f"`{text}` builds the tensor from Python values on the host and copies it to the GPU from pageable "
+            "memory: the host waits for the copy"
+        )
+        data = call.args[0] if call.args else None
+        place = code.setup_place(_names_in(call) - {"torch"})
+        if place is not None:
+            target = _target(code)
+            base = data.id if isinstance(data, ast.Name) else (target or "values")
+            name = code.fresh(f"{base}_GPU" if base.isupper() else f"{base}_gpu")
+            line, indent = place
+            return _Edit(
+                rewrite=code.rewritten([(call, name)]),
+                setup=f"{indent}{name} = {text}",
+                setup_line=line,
+                why=why,
+                caveat=f"`{name}` is made once: if the values change between steps, copy them instead from pinned "
+                "memory with non_blocking=True",
+            )
+        device = next(k for k in call.keywords if k.arg == "device")
+        kept = [code.text(a) for a in call.args] + [
+            f"{k.arg}={code.text(k.value)}" for k in call.keywords if k.arg not in ("device", "pin_memory")
+        ]
+        # torch.as_tensor has no pin_memory: torch.tensor copies the Python values the same way
+        pinned = (
+            f"torch.tensor({', '.join([*kept, 'pin_memory=True'])}).to({code.text(device.value)}, non_blocking=True)"
+        )
+        return _Edit(
+            rewrite=code.rewritten([(call, pinned)]),
+            why=why,
+            caveat="the values change each step, so they are still copied each step, but from pinned memory: the "
+            "copy is queued and the host does not wait",
+        )
+    return _Edit()
+
+
+def _pageable(code: _Code) -> _Edit:
+    for node in code.on_line():
+        if not (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("to", "cuda")
+            and any(k.arg == "non_blocking" for k in node.keywords)
+        ):
+            continue
+        held = node.func.value
+        source = code.text(held)
+        why = (
+            f"`{source}` is in pageable memory, so .{node.func.attr}(..., non_blocking=True) cannot be "
+            "asynchronous: the host waits for the copy"
+        )
+        if isinstance(held, ast.Name):
+            made = [
+                s
+                for s in code.tree.body
+                if isinstance(s, ast.Assign) and any(isinstance(t, ast.Name) and t.id == held.id for t in s.targets)
+            ]
+            if len(made) == 1 and held.id not in _bound_in(code.function):
+                after = (made[0].end_lineno or made[0].lineno) + 1
+                return _Edit(
+                    setup=f"{held.id} = {held.id}.pin_memory()",
+                    short=f"pin {held.id} once",
+                    setup_line=after,
+                    why=why,
+                    caveat=f"`{held.id}` is pinned once, where it is made (line {made[0].lineno}); this line stays "
+                    "as it is",
+                )
+            loaders = _calls_named(code.tree, "DataLoader")
+            if loaders:
+                return _Edit(
+                    why=why,
+                    short="DataLoader(pin_memory=True)",
+                    caveat=f"pin it where it is made: the DataLoader at line {loaders[0].lineno} with pin_memory=True",
+                )
+        return _Edit(
+            rewrite=code.rewritten([(held, f"{source}.pin_memory()")]),
+            why=why,
+            caveat="pinning each step costs a copy on the host: pin where the tensor is made (DataLoader(..., "
+            "pin_memory=True)) where you can",
+        )
+    return _Edit()
+
+
+def _is_mask(node: ast.AST) -> bool:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.Invert, ast.Not)):
+        return _is_mask(node.operand)
+    return isinstance(node, ast.Compare) or (isinstance(node, ast.Name) and "mask" in node.id.lower())
+
+
+def _dynamic_shape(code: _Code) -> _Edit:
+    parents = {child: parent for parent in ast.walk(code.statement) for child in ast.iter_child_nodes(parent)}
+    for node in code.on_line():
+        if not (isinstance(node, ast.Subscript) and _is_mask(node.slice) and isinstance(node.ctx, ast.Load)):
+            continue
+        mask, values = code.text(node.slice), code.text(node.value)
+        kept = f"torch.where({mask}, {values}, 0)"
+        why = (
+            f"`{code.text(node)}` keeps only the entries where the mask is true: its size depends on GPU values, "
+            "so the host waits to learn it"
+        )
+        parent = parents.get(node)
+        call = parents.get(parent) if parent is not None else None
+        if isinstance(parent, ast.Attribute) and isinstance(call, ast.Call) and not call.args:
+            if parent.attr == "sum":
+                return _Edit(
+                    rewrite=code.rewritten([(node, kept)]),
+                    why=why,
+                    caveat="the same sum, with zeros where the mask is false",
+                    dependency="false",
+                    short="torch.where, not a mask",
+                )
+            if parent.attr == "mean":
+                return _Edit(
+                    rewrite=code.rewritten([(call, f"({kept}.sum() / ({mask}).sum())")]),
+                    why=why,
+                    caveat="the same mean; an empty mask gives NaN, as before",
+                    dependency="false",
+                    short="torch.where, not a mask",
+                )
+        target = _target(code)
+        if target is not None:
+            uses = code.later_uses(target)
+            summed = [
+                u
+                for u in uses
+                if isinstance(parents_of(code, u), ast.Attribute) and parents_of(code, u).attr == "sum"  # type: ignore[union-attr]
+            ]
+            if uses and len(summed) == len(uses):
+                return _Edit(
+                    rewrite=code.rewritten([(node, kept)]),
+                    why=why,
+                    caveat=f"`{target}` keeps the full shape, with zeros where the mask is false: right for its sum "
+                    f"(line {uses[0].lineno}), which is all this function does with it",
+                    dependency="false",
+                    short="torch.where, not a mask",
+                )
+        return _Edit(
+            why=why,
+            caveat=f"if only a sum or a count of the kept entries is needed, use {kept}; code that needs the kept "
+            "entries themselves is a true dependency: move it out of the step, or pad to a fixed size",
+            dependency="true",
+        )
+    return _Edit()
+
+
+def parents_of(code: _Code, node: ast.AST) -> ast.AST | None:
+    scope = code.function or code.tree
+    for parent in ast.walk(scope):
+        if any(child is node for child in ast.iter_child_nodes(parent)):
+            return parent
+    return None
+
+
+def _control_flow(code: _Code) -> _Edit:
+    statement = code.statement
+    if isinstance(statement, ast.Assert):
+        test = code.text(statement.test)
+        message = f", {code.text(statement.msg)}" if statement.msg is not None else ""
+        return _Edit(
+            rewrite=f"{code.indent}torch._assert_async({test}{message})",
+            short="check on the GPU (_assert_async)",
+            why=f"`assert {test}` reads a GPU value on the host to decide whether to raise",
+            caveat="the check then runs on the GPU and a failure is raised at a later sync, not at this line; "
+            "torch._assert_async is PyTorch's, though not a public API",
+        )
+    if (
+        isinstance(statement, ast.If)
+        and len(statement.body) == 1
+        and len(statement.orelse) == 1
+        and all(isinstance(s, ast.Assign) and len(s.targets) == 1 for s in (*statement.body, *statement.orelse))
+    ):
+        then, other = statement.body[0], statement.orelse[0]
+        if code.text(then.targets[0]) == code.text(other.targets[0]):  # type: ignore[attr-defined]
+            target = code.text(then.targets[0])  # type: ignore[attr-defined]
+            selected = (
+                f"{code.indent}{target} = torch.where({code.text(statement.test)}, {code.text(then.value)}, "  # type: ignore[attr-defined]
+                f"{code.text(other.value)})"  # type: ignore[attr-defined]
+            )
+            return _Edit(
+                rewrite=selected,
+                why=f"`if {code.text(statement.test)}:` reads a GPU value on the host to choose a branch",
+                caveat="both values are computed; the GPU picks one, element by element",
+                whole=True,
+            )
+    if isinstance(statement, (ast.If, ast.While)):
+        return _Edit(
+            why=f"`{code.text(statement.test)}` is a GPU value the host reads to choose what to run",
+            caveat="a true dependency: compute both outcomes and select with torch.where, or make the check every "
+            "N steps, or after the loop",
+        )
+    return _Edit()
+
+
+def _builtin(code: _Code) -> _Edit:
+    for node in code.on_line():
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("max", "min")):
+            continue
+        if len(node.args) != 2 or node.keywords:
+            continue
+        a, b = node.args
+        bound = "min" if node.func.id == "max" else "max"
+        numbers = [isinstance(x, ast.Constant) for x in (a, b)]
+        if any(numbers):
+            tensor, number = (b, a) if numbers[0] else (a, b)
+            new = f"torch.clamp({code.text(tensor)}, {bound}={code.text(number)})"
+        else:
+            new = f"torch.{'maximum' if node.func.id == 'max' else 'minimum'}({code.text(a)}, {code.text(b)})"
+        return _Edit(
+            rewrite=code.rewritten([(node, new)]),
+            short=new.split("(")[0],
+            why=f"Python's `{node.func.id}` compares the tensors on the host, which reads them",
+            caveat="the result is a tensor on the GPU"
+            + ("" if any(numbers) else "; both arguments must be tensors of one device"),
+        )
+    return _Edit()
+
+
+def _synchronize(code: _Code) -> _Edit:
+    statement = code.statement
+    if not (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call)):
+        return _Edit()
+    called = code.text(statement.value.func)
+    if not called.endswith("cuda.synchronize"):
+        return _Edit(why=f"`{code.text(statement.value)}` waits for the GPU")
+    timing = any(
+        getattr(n.func, "attr", "") in ("perf_counter", "time", "monotonic")
+        for n in ast.walk(code.function or code.tree)
+        if isinstance(n, ast.Call)
+    )
+    why = f"`{code.text(statement.value)}` makes the host wait until the GPU has finished everything queued"
+    if timing:  # deleting it would change what the clock measures: no rewrite, the way to time instead
+        return _Edit(
+            why=why,
+            caveat="it closes a host clock's timing here: time the GPU work with CUDA events instead "
+            "(torch.cuda.Event(enable_timing=True), read once after the loop), then delete it",
+        )
+    return _Edit(
+        rewrite="",
+        why=why,
+        caveat="if the host must know that some work is done, wait on an event recorded after that work",
+    )
+
+
+_REWRITERS = {
+    "value read": _value_read,
+    PRINT: _print,
+    "index from a Python tuple or list": _index,
+    "host-to-device copy of a Python value": _host_to_device,
+    "copy from pageable memory": _pageable,
+    "dynamic shape (a mask or nonzero)": _dynamic_shape,
+    "control flow on a GPU value": _control_flow,
+    "Python builtin on tensors": _builtin,
+    "explicit synchronize": _synchronize,
+}
+
+
+def _checked(edit: _Edit) -> _Edit:
+    """A rewrite that does not parse is never shown: the advice keeps its words and drops the code."""
+    for text in (edit.rewrite or "", edit.setup):
+        if not _parses(text):
+            return replace(edit, rewrite=None, setup="", setup_line=0)
+    return edit
