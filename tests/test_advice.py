@@ -360,3 +360,28 @@ def test_the_database_holds_each_call_sites_fix(tmp_path: Path) -> None:
     with sqlite3.connect(tmp_path / "r.db") as db:
         rows = db.execute("SELECT line, fix_pattern, fix_dependency, fix_rewrite, fix_setup FROM callsites").fetchall()
     assert rows == [(17, "value read", "false", _healthy_line("w_item.py", "norms_log.append(torch.stack("), "")]
+
+
+def test_a_readable_line_no_pattern_fits_says_so_and_gives_the_kinds_advice(tmp_path: Path) -> None:
+    """A stream sync issued by a line whose text and function show no pattern: the advice says so and carries
+    the hint of its sync kind (nsync.stages.callsites.HINTS), not a guess."""
+    from nsync.load import Frame
+    from nsync.stages.advice import advise_callsites
+    from nsync.stages.callsites import HINTS
+    from nsync.stages.detect import SyncKind
+
+    path = tmp_path / "train.py"
+    path.write_text("def step(model, batch):\n    return model(batch)\n")
+    short, hint = HINTS[SyncKind.STREAM]
+    sites = pd.DataFrame([{"file": str(path), "line": 2, "sync_file": str(path), "sync_line": 2,
+                           "sync_function": "step", "stack": (Frame("step", str(path), 2),), "short_hint": short,
+                           "hint": hint}])  # fmt: skip
+    (advice,) = advise_callsites(sites, [])["advice"]
+    assert (advice.pattern, advice.basis, advice.rewrite, advice.caveat, advice.short) == (
+        "no known pattern",
+        "kind",
+        None,
+        hint,
+        short,
+    )
+    assert advice.why.startswith("no pattern nsync knows fits this line")

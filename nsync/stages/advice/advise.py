@@ -114,4 +114,19 @@ def advise_callsites(callsites: pd.DataFrame, search: Iterable[Path]) -> pd.Data
         )
         for file, line, sync_file, sync_line, sync_function, stack in zip(*(callsites[c] for c in columns))
     ]
+    advice = [
+        _the_kinds(found, short, hint) if found is not None and found.pattern == UNKNOWN else found
+        for found, short, hint in zip(advice, callsites["short_hint"], callsites["hint"])
+    ]
     return callsites.assign(advice=pd.Series(advice, index=callsites.index, dtype=object))
+
+
+def _the_kinds(advice: Advice, short: str, hint: str) -> Advice:
+    """A readable line no pattern fits: said so, with the advice of the sync's kind instead."""
+    return replace(
+        advice,
+        basis="kind",
+        short=short or advice.short,
+        why=f"no pattern nsync knows fits this line ({advice.why[:-1]}): the advice of the sync's kind follows.",
+        caveat=hint or advice.caveat,
+    )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-UNKNOWN = "a sync PyTorch reported"
+UNKNOWN = "no known pattern"
 
 
 # (pattern, whether the host truly needs the value, regular expression on the line, the fix), first match wins.
