@@ -2,7 +2,7 @@
 "The suggested fixes, applied and run")
 
     python scripts/h200-fixes.py prepare DIR    # here, with nsync installed: the patches, and the patched copies
-    python scripts/h200-fixes.py run DIR OUT    # on the H200: the checks and the timings, JSON lines in OUT
+    python scripts/h200-fixes.py run DIR OUT [SCENARIO...]   # on the H200: the checks and the timings (JSON lines)
 
 ``prepare`` analyses each scenario's degraded capture (fixtures/h200/cal, with its calibration) with
 ``nsync analyze --suggest-patch``, keeps the patch, and applies it with ``patch -p1`` to a copy of the
@@ -82,10 +82,10 @@ def _check(script: Path, mode: str) -> dict[str, object]:
     return result
 
 
-def run_all(folder: Path, out: Path) -> None:
+def run_all(folder: Path, out: Path, scenarios: list[str]) -> None:
     folder = folder.resolve()
     with (out / "fixes-checks.jsonl").open("w") as checks:
-        for scenario in SCENARIOS:
+        for scenario in scenarios:
             for kind, mode in (("original", "degraded"), ("fixed", "degraded"), ("fixed", "healthy")):
                 script = folder / kind / f"{scenario}.py"
                 found = subprocess.run(
@@ -96,7 +96,7 @@ def run_all(folder: Path, out: Path) -> None:
                                                   "failed": found.stderr[-400:]})) + "\n")  # fmt: skip
                 checks.flush()
     with (out / "fixes-timings.log").open("w") as log:
-        for scenario in SCENARIOS:
+        for scenario in scenarios:
             for kind in ("fixed", "original"):
                 done = subprocess.run(
                     [sys.executable, f"{scenario}.py", "ab", "healthy,degraded"],
@@ -119,7 +119,7 @@ if __name__ == "__main__":
     if verb == "prepare":
         prepare(Path(sys.argv[2]))
     elif verb == "run":
-        run_all(Path(sys.argv[2]), Path(sys.argv[3]))
+        run_all(Path(sys.argv[2]), Path(sys.argv[3]), sys.argv[4:] or SCENARIOS)
     elif verb == "check":
         print(json.dumps(_check(Path(sys.argv[2]), sys.argv[3])), flush=True)
     else:

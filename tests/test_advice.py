@@ -43,11 +43,17 @@ def _healthy_line(script: str, marker: str) -> str:
     return next(line for line in (LAB / script).read_text().splitlines() if marker in line).split("#")[0].rstrip()
 
 
-def test_a_comprehension_of_reads_becomes_one_stacked_tensor_as_in_the_healthy_twin() -> None:
-    advice = _lab("w_item.py", 17)
+def test_a_comprehension_of_norm_reads_becomes_one_foreach_norm_as_in_the_healthy_twin() -> None:
+    """w_param's healthy twin: its 16 gradient norms by one torch._foreach_norm, stacked on the GPU."""
+    advice = _lab("w_param.py", 19)
     assert (advice.pattern, advice.dependency) == ("value read", "false")
-    assert advice.rewrite == _healthy_line("w_item.py", "norms_log.append(torch.stack(")
-    assert (advice.first_line, advice.last_line, advice.setup) == (17, 17, "")
+    assert advice.rewrite == _healthy_line("w_param.py", "torch._foreach_norm(")
+    assert (advice.first_line, advice.last_line, advice.setup) == (19, 19, "")
+
+
+def test_a_comprehension_of_other_reads_becomes_one_stacked_tensor(tmp_path: Path) -> None:
+    advice = _advice(tmp_path, "import torch\ndef f(xs, log):\n    log.append([x.sum().item() for x in xs])\n", 3)
+    assert advice.rewrite == "    log.append(torch.stack([x.sum() for x in xs]))"
 
 
 def test_a_read_kept_in_a_list_is_kept_on_the_gpu_as_in_the_healthy_twin() -> None:
@@ -350,7 +356,7 @@ def test_the_patches_nsync_writes_for_the_real_programs_are_the_ones_run_on_the_
 
 def test_the_database_holds_each_call_sites_fix(tmp_path: Path) -> None:
     """--db: the call sites' table carries the fix written for each (the lab's w_item, its source found with
-    source_dirs): its one call site, the comprehension of reads, stacked as in its healthy twin."""
+    source_dirs): its one call site, the comprehension of norm reads, one torch._foreach_norm."""
     import sqlite3
 
     import nsync
@@ -359,7 +365,8 @@ def test_the_database_holds_each_call_sites_fix(tmp_path: Path) -> None:
     nsync.write(analysis, tmp_path / "r.db")
     with sqlite3.connect(tmp_path / "r.db") as db:
         rows = db.execute("SELECT line, fix_pattern, fix_dependency, fix_rewrite, fix_setup FROM callsites").fetchall()
-    assert rows == [(17, "value read", "false", _healthy_line("w_item.py", "norms_log.append(torch.stack("), "")]
+    rewrite = "        norms_log.append(torch.stack(torch._foreach_norm([p for p in params])))"
+    assert rows == [(17, "value read", "false", rewrite, "")]
 
 
 def test_a_readable_line_no_pattern_fits_says_so_and_gives_the_kinds_advice(tmp_path: Path) -> None:

@@ -41,12 +41,20 @@ def _value_read(code: _Code) -> _Edit:
         if isinstance(node, ast.ListComp) and (inner := _is_read(node.elt)) is not None:
             elt = code.text(node.elt)
             stacked = f"torch.stack({code.text(node, [(node.elt, code.text(inner))])})"
+            caveat = (
+                "this keeps the values as one tensor on the GPU, with no sync; where the numbers are needed, read "
+                "them all at once with .tolist() (one sync), at the end of the step or every N steps"
+            )
+            normed = _norm_of(inner)
+            if normed is not None:  # a norm each: one kernel for all of them, as clip_grad_norm_ computes them
+                tensors = code.text(node, [(node.elt, code.text(normed))])
+                stacked = f"torch.stack(torch._foreach_norm({tensors}))"
+                caveat += "; torch._foreach_norm computes every norm in one kernel (PyTorch's, as clip_grad_norm_ does)"
             return _Edit(
                 short="torch.stack the reads",
                 rewrite=code.rewritten([(node, stacked)]),
                 why=f"`{elt}` in the comprehension reads one value per item: one sync each",
-                caveat="this keeps the values as one tensor on the GPU, with no sync; where the numbers are needed, "
-                "read them all at once with .tolist() (one sync), at the end of the step or every N steps",
+                caveat=caveat,
             )
         if isinstance(node, ast.DictComp) and (inner := _is_read(node.value)) is not None:
             return _Edit(
@@ -118,6 +126,19 @@ def _value_read(code: _Code) -> _Edit:
             "end of the step or every N steps",
         )
     return _Edit(why=f"`{what}` copies the value to the host and waits for the GPU")
+
+
+def _norm_of(node: ast.expr) -> ast.expr | None:
+    """``x`` of ``x.norm()`` (the default 2-norm, no arguments), else None."""
+    if (
+        isinstance(node, ast.Call)
+        and not node.args
+        and not node.keywords
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "norm"
+    ):
+        return node.func.value
+    return None
 
 
 def _used_by_host(code: _Code, use: ast.Name) -> bool:
