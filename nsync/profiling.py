@@ -15,8 +15,17 @@ from nsync.analysis import Analysis, analyze
 from nsync.calibration import Calibration, beside, write_calibration
 from nsync.calibration_run import CalibrationRun, run_calibration
 from nsync.config import AnalysisConfig
-from nsync.errors import UsageError
-from nsync.nsys import CaptureOptions, WindowNeverOpened, export_sqlite, find_nsys, run_capture
+from nsync.errors import NsysError, UsageError
+from nsync.nsys import (
+    CaptureOptions,
+    CaptureResult,
+    Nsys,
+    NsysFailedFirst,
+    WindowNeverOpened,
+    export_sqlite,
+    find_nsys,
+    run_capture,
+)
 from nsync.nsys.window import is_python
 from nsync.settings import setting
 
@@ -82,6 +91,18 @@ def pinned(cpus: frozenset[int] | None) -> Iterator[None]:
         os.sched_setaffinity(0, before)
 
 
+def _capture(nsys: Nsys, command: Sequence[str], options: CaptureOptions, tell: Say) -> CaptureResult:
+    """run_capture, once more where nsys failed before the program started (nothing of the program ran)."""
+    try:
+        return run_capture(nsys, command, options, tell)
+    except NsysFailedFirst as failed:
+        tell(f"{failed}: trying once more")
+    try:
+        return run_capture(nsys, command, options, tell)
+    except NsysFailedFirst as again:
+        raise NsysError(f"{again}, twice: run again, or see whether another nsys holds the machine") from None
+
+
 def profile(
     command: Sequence[str],
     options: CaptureOptions,
@@ -130,7 +151,7 @@ def profile(
         tell(f"capturing with nsys {nsys.version_str} ({nsys.path})")
         began = time.monotonic()
         try:
-            captured = run_capture(nsys, command, options, tell)
+            captured = _capture(nsys, command, options, tell)
         except WindowNeverOpened as never:
             took_s = time.monotonic() - began
             assert options.window is not None

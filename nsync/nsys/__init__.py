@@ -3,6 +3,7 @@
 from nsync.nsys.capture import (
     CaptureOptions,
     CaptureResult,
+    NsysFailedFirst,
     WindowNeverOpened,
     export_sqlite,
     exported,
@@ -15,6 +16,7 @@ __all__ = [
     "CaptureOptions",
     "CaptureResult",
     "Nsys",
+    "NsysFailedFirst",
     "WindowNeverOpened",
     "export_sqlite",
     "exported",

@@ -145,6 +145,7 @@ def run_capture(nsys: Nsys, command: Sequence[str], options: CaptureOptions, say
         relaying.join(timeout=RELAY_DRAIN_S)  # an agent left holding the pipe must not block us
         report = _report(nsys, options, say, Path(scratch))
         seen = outcome(Path(scratch) / WINDOW_FOLDER) if options.window is not None else None
+        started = options.window is not None and any((Path(scratch) / WINDOW_FOLDER).glob("started-*"))
     ended_normally = code >= 0 and not (hung or interrupted)
     if ended_normally and options.window is not None and seen is not None and seen.processes and not seen.opened_by:
         if report is not None:
@@ -163,9 +164,10 @@ def run_capture(nsys: Nsys, command: Sequence[str], options: CaptureOptions, say
         )
     if report is None:
         left = stale_session_state() if code > 0 else []  # (nsys that failed to start exits 1)
-        raise NsysError(
-            f"nsys exited with code {code} and wrote no report ({options.base}.nsys-rep){advice(left) if left else ''}"
-        )
+        failed = f"nsys exited with code {code} and wrote no report ({options.base}.nsys-rep)"
+        if code > 0 and options.window is not None and options.step_marks and not started and not left:
+            raise NsysFailedFirst(f"{failed} before the program started")
+        raise NsysError(f"{failed}{advice(left) if left else ''}")
     if hung:  # nsys's own exit code after a shutdown is not the program's
         if watch.program_exit_code is None:
             say("note: the program's exit code is unknown: nsys was shut down after it ended")
@@ -193,6 +195,11 @@ def _binary_stdout() -> IO[bytes]:
             sys.stdout.flush()
 
     return typing.cast(IO[bytes], Text())
+
+
+class NsysFailedFirst(NsysError):
+    """nsys failed before the program it was to run started (it says so when nsync's sitecustomize runs in it):
+    trying again runs nothing twice. Seen now and then with Debian's nsys 2022.4, two captures at a time."""
 
 
 class WindowNeverOpened(NsysError):

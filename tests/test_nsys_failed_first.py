@@ -1,0 +1,85 @@
+"""nsys that fails before the program starts (exit 1, no report: seen now and then with Debian's nsys 2022.4, two
+captures at a time, "sem_open" and "Connection reset by peer" in its output). nsync's sitecustomize says when
+the program has started; where it has not, nothing of it ran, and ``nsync profile`` tries once more. Where it
+has, nsync never runs the program twice. The stand-in nsys below plays both (no real nsys needed)."""
+
+from __future__ import annotations
+
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from nsync.errors import NsysError
+from nsync.nsys.capture import CaptureOptions, NsysFailedFirst, run_capture
+from nsync.nsys.locate import describe
+from nsync.nsys.window import CaptureWindow
+
+STAND_IN = """#!PYTHON -S
+import os, subprocess, sys
+args = sys.argv[1:]
+if args == ["--version"]:
+    print("NVIDIA Nsight Systems version 2022.4.2.1-df9881f"); sys.exit(0)
+if args[1:] == ["--help"]:
+    print("--env-var --sample --backtrace --cudabacktrace --include-blobs"); sys.exit(0)
+calls = os.path.join(os.path.dirname(os.path.abspath(__file__)), "calls")
+with open(calls, "a") as handle:
+    handle.write("profile\\n")
+if os.environ.get("STAND_IN_RUNS_PROGRAM"):  # the program starts, then nsys fails
+    first = next(k for k, a in enumerate(args) if os.path.basename(a).startswith("python"))
+    subprocess.run(args[first:])
+print("[sem_open] failed: Connection reset by peer", file=sys.stderr)
+sys.exit(1)
+"""
+PROGRAM = "with open('ran.txt', 'a') as f:\n    f.write('ran\\n')\n"
+
+
+def _stand_in(tmp_path: Path) -> Path:
+    nsys = tmp_path / "bin" / "nsys"
+    nsys.parent.mkdir()
+    nsys.write_text(STAND_IN.replace("PYTHON", sys.executable))
+    nsys.chmod(nsys.stat().st_mode | stat.S_IEXEC)
+    (tmp_path / "job.py").write_text(PROGRAM)
+    return nsys
+
+
+def _profile(tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    nsys = _stand_in(tmp_path)
+    env = {"PATH": "/usr/bin:/bin"}
+    return subprocess.run(
+        [str(Path(sys.executable).parent / "nsync"), "profile", "--nsys", str(nsys), "--no-calibrate",
+         "--python", sys.executable, "job.py"],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env,
+    )  # fmt: skip
+
+
+def test_nsys_that_fails_before_the_program_starts_is_tried_once_more(tmp_path: Path) -> None:
+    done = _profile(tmp_path)
+    assert done.returncode == 4, done.stderr
+    assert (tmp_path / "bin/calls").read_text().splitlines() == ["profile", "profile"]
+    assert not (tmp_path / "ran.txt").exists()  # nothing of the program ran, either time
+    assert "before the program started: trying once more" in done.stderr
+    assert done.stderr.rstrip().splitlines()[-1] == (
+        "nsync: error: nsys exited with code 1 and wrote no report (nsync-out/job.nsys-rep) before the program "
+        "started, twice: run again, or see whether another nsys holds the machine"
+    )
+
+
+def test_nsys_that_fails_once_the_program_has_started_is_not_tried_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The program ran (nsync's sitecustomize said so): the failure is not one to try again, whatever else
+    nsync makes of it (here: the program ended before its window opened)."""
+    _stand_in(tmp_path)
+    monkeypatch.setenv("STAND_IN_RUNS_PROGRAM", "1")
+    monkeypatch.chdir(tmp_path)
+    options = CaptureOptions(out_dir=tmp_path / "out", name="job", window=CaptureWindow())
+    options.out_dir.mkdir()
+    with pytest.raises(NsysError) as raised:
+        run_capture(
+            describe(tmp_path / "bin/nsys"), [sys.executable, str(tmp_path / "job.py")], options, lambda _: None
+        )
+    assert not isinstance(raised.value, NsysFailedFirst)
+    assert (tmp_path / "ran.txt").read_text() == "ran\n"
