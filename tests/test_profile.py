@@ -106,7 +106,7 @@ def test_twenty_profiles_with_the_default_flags_all_finish_with_the_programs_exi
     with ThreadPoolExecutor(2) as pool:
         runs = list(pool.map(one, range(20)))
     wrong = {i: err for i, (code, _, err) in enumerate(runs) if code != i % 7 + 1}
-    assert not wrong, wrong
+    assert not wrong, "\n\n".join(f"run {i}: {err}" for i, err in wrong.items())  # whole, for a CI log
     assert max(seconds for _, seconds, _ in runs) < 60, [seconds for _, seconds, _ in runs]
 
 
