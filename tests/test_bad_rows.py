@@ -156,6 +156,7 @@ def test_a_python_frame_pointing_past_its_blob_is_left_out(edited, reference) ->
     assert "w_print.py" not in set(a.callsites["file"])  # native backtraces name the sites instead
 
 
+@pytest.mark.slow  # (nsync or pytest subprocesses)
 def test_odd_files_and_paths_are_one_line_errors(tmp_path, h200) -> None:
     import lzma
     import os
@@ -176,6 +177,7 @@ def test_odd_files_and_paths_are_one_line_errors(tmp_path, h200) -> None:
     assert_one_line_error(run("analyze", packed), 1, f"{packed}: a SQLite file, but not an nsys export")
 
 
+@pytest.mark.slow
 def test_a_locked_export_is_said_to_be_locked_not_damaged(edited) -> None:
     trace = edited()
     writer = sqlite3.connect(trace, isolation_level=None)

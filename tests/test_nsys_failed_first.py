@@ -55,6 +55,7 @@ def _profile(tmp_path: Path) -> subprocess.CompletedProcess[str]:
     )  # fmt: skip
 
 
+@pytest.mark.slow
 def test_nsys_that_fails_before_the_program_starts_is_tried_once_more(tmp_path: Path) -> None:
     done = _profile(tmp_path)
     assert done.returncode == 4, done.stderr

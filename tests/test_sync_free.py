@@ -168,6 +168,7 @@ def test_without_a_cuda_device_the_test_is_skipped_not_passed(torch: ModuleType)
         pass
 
 
+@pytest.mark.slow  # (nsync or pytest subprocesses)
 def test_the_pytest_marker_fails_a_syncing_test_and_passes_a_clean_one(tmp_path: Path) -> None:
     (tmp_path / "torch").mkdir()
     (tmp_path / "torch" / "__init__.py").write_text(STAND_IN)
