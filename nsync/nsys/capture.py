@@ -30,7 +30,6 @@ from nsync.nsys.hang import QUIET_S, HangWatch, session_agents, stop_agents
 from nsync.nsys.leftovers import advice, stale_session_state
 from nsync.nsys.locate import Nsys, find_nsys
 from nsync.nsys.output import relay
-from nsync.nsys.turns import one_capture_at_a_time
 from nsync.nsys.window import NVTX_CAPTURE_ENV, CaptureWindow, WindowOutcome, outcome
 from nsync.settings import setting
 
@@ -135,16 +134,15 @@ def run_capture(nsys: Nsys, command: Sequence[str], options: CaptureOptions, say
         if "env-var" in nsys.profile_flags:  # the program sees the TMPDIR it would have had
             flags = [f"--env-var=TMPDIR={os.environ.get('TMPDIR', tempfile.gettempdir())}", *flags]
         argv = [str(nsys.path), "profile", *flags, *command]
-        with one_capture_at_a_time(nsys.version, say):
-            try:
-                proc = subprocess.Popen(argv, env=program_env(options, Path(scratch)), stdout=subprocess.PIPE)
-            except OSError as err:
-                raise NsysError(f"cannot start {nsys.path}: {err.strerror}") from err
-            assert proc.stdout is not None
-            relaying = relay(proc.stdout, _binary_stdout(), say)
-            watch = HangWatch(proc.pid, lambda: _written(options, Path(scratch)), options.hang_s)
-            code, interrupted, hung = _wait(nsys, proc, watch, say)
-            relaying.join(timeout=RELAY_DRAIN_S)  # an agent left holding the pipe must not block us
+        try:
+            proc = subprocess.Popen(argv, env=program_env(options, Path(scratch)), stdout=subprocess.PIPE)
+        except OSError as err:
+            raise NsysError(f"cannot start {nsys.path}: {err.strerror}") from err
+        assert proc.stdout is not None
+        relaying = relay(proc.stdout, _binary_stdout(), say)
+        watch = HangWatch(proc.pid, lambda: _written(options, Path(scratch)), options.hang_s)
+        code, interrupted, hung = _wait(nsys, proc, watch, say)
+        relaying.join(timeout=RELAY_DRAIN_S)  # an agent left holding the pipe must not block us
         report = _report(nsys, options, say, Path(scratch))
         seen = outcome(Path(scratch) / WINDOW_FOLDER) if options.window is not None else None
         started = options.window is not None and any((Path(scratch) / WINDOW_FOLDER).glob("started-*"))
