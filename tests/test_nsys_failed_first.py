@@ -45,19 +45,22 @@ def _stand_in(tmp_path: Path) -> Path:
     return nsys
 
 
-def _profile(tmp_path: Path) -> subprocess.CompletedProcess[str]:
+def _profile(tmp_path: Path, more: list[str]) -> subprocess.CompletedProcess[str]:
     nsys = _stand_in(tmp_path)
     env = {"PATH": "/usr/bin:/bin"}
     return subprocess.run(
         [str(Path(sys.executable).parent / "nsync"), "profile", "--nsys", str(nsys), "--no-calibrate",
-         "--python", sys.executable, "job.py"],
+         "--python", sys.executable, *more, "job.py"],
         capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env,
     )  # fmt: skip
 
 
 @pytest.mark.slow
-def test_nsys_that_fails_before_the_program_starts_is_tried_once_more(tmp_path: Path) -> None:
-    done = _profile(tmp_path)
+@pytest.mark.parametrize("whole_run", [False, True], ids=["window", "whole-run"])
+def test_nsys_that_fails_before_the_program_starts_is_tried_once_more(tmp_path: Path, whole_run: bool) -> None:
+    """With a window of steps, and capturing the whole run (seen: "Local Endpoint is not available", a whole-run
+    capture after the calibration run found no steps)."""
+    done = _profile(tmp_path, ["--whole-run"] if whole_run else [])
     assert done.returncode == 4, done.stderr
     assert (tmp_path / "bin/calls").read_text().splitlines() == ["profile", "profile"]
     assert not (tmp_path / "ran.txt").exists()  # nothing of the program ran, either time

@@ -30,7 +30,7 @@ from nsync.nsys.hang import QUIET_S, HangWatch, session_agents, stop_agents
 from nsync.nsys.leftovers import advice, stale_session_state
 from nsync.nsys.locate import Nsys, find_nsys
 from nsync.nsys.output import relay
-from nsync.nsys.window import NVTX_CAPTURE_ENV, CaptureWindow, WindowOutcome, outcome
+from nsync.nsys.window import NVTX_CAPTURE_ENV, CaptureWindow, WindowOutcome, is_python, outcome
 from nsync.settings import setting
 
 Say = Callable[[str], None]
@@ -145,7 +145,7 @@ def run_capture(nsys: Nsys, command: Sequence[str], options: CaptureOptions, say
         relaying.join(timeout=RELAY_DRAIN_S)  # an agent left holding the pipe must not block us
         report = _report(nsys, options, say, Path(scratch))
         seen = outcome(Path(scratch) / WINDOW_FOLDER) if options.window is not None else None
-        started = options.window is not None and any((Path(scratch) / WINDOW_FOLDER).glob("started-*"))
+        started = any((Path(scratch) / WINDOW_FOLDER).glob("started-*"))
     ended_normally = code >= 0 and not (hung or interrupted)
     if ended_normally and options.window is not None and seen is not None and seen.processes and not seen.opened_by:
         if report is not None:
@@ -165,7 +165,7 @@ def run_capture(nsys: Nsys, command: Sequence[str], options: CaptureOptions, say
     if report is None:
         left = stale_session_state() if code > 0 else []  # (nsys that failed to start exits 1)
         failed = f"nsys exited with code {code} and wrote no report ({options.base}.nsys-rep)"
-        if code > 0 and options.window is not None and options.step_marks and not started and not left:
+        if code > 0 and options.step_marks and is_python(list(command)) and not started and not left:
             raise NsysFailedFirst(f"{failed} before the program started")
         raise NsysError(f"{failed}{advice(left) if left else ''}")
     if hung:  # nsys's own exit code after a shutdown is not the program's
@@ -199,7 +199,7 @@ def _binary_stdout() -> IO[bytes]:
 
 class NsysFailedFirst(NsysError):
     """nsys failed before the program it was to run started (it says so when nsync's sitecustomize runs in it):
-    trying again runs nothing twice. Seen now and then with Debian's nsys 2022.4, two captures at a time."""
+    trying again runs nothing twice. Seen now and then with Debian's nsys 2022.4."""
 
 
 class WindowNeverOpened(NsysError):
@@ -241,8 +241,9 @@ def program_env(options: CaptureOptions, scratch: Path) -> dict[str, str]:
         env.update(NVTX_CAPTURE_ENV)
     if options.step_marks:
         env["PYTHONPATH"] = inject.pythonpath(env.get("PYTHONPATH"))
+        (scratch / WINDOW_FOLDER).mkdir()  # where the program says it started (and what its window saw)
+        env["NSYNC_WINDOW_DIR"] = str(scratch / WINDOW_FOLDER)
         if options.window is not None:
-            (scratch / WINDOW_FOLDER).mkdir()
             env.update(options.window.env(scratch / WINDOW_FOLDER))
     return env
 

@@ -293,11 +293,10 @@ _installs = {"torch.optim.optimizer": _install_step_hooks}
 if _CALIBRATE_DIR:
     _installs["torch.cuda.nvtx"] = _time_ranges
 sys.meta_path.insert(0, _AfterImport(_installs))
+_said_at = os.environ.get("NSYNC_WINDOW_DIR")
+if _said_at:  # the program started under nsys: were nsys to fail now, nsync must not run the program again
+    _safely("say the program started", lambda: open(os.path.join(_said_at, f"started-{os.getpid()}"), "w").close())
 if _window.active:
-    # the program started under nsys: were nsys to fail now, nsync must not run the program again
-    _safely(
-        "say the program started", lambda: open(os.path.join(_window.folder, f"started-{os.getpid()}"), "w").close()
-    )
     atexit.register(_safely, "say what the capture window saw", _window.save)
     # the clock's window only in the command's first Python process: never in one it starts (a worker, a helper)
     if os.environ.pop("NSYNC_WINDOW_ROOT", None):
