@@ -17,6 +17,7 @@ from nsync.config import AnalysisConfig
 from nsync.keys import dense_codes
 from nsync.load import CallsiteSource, Trace, load_trace
 from nsync.settings import setting
+from nsync.source import search_folders
 from nsync.stages.advice import ReadGroup, advise_callsites, read_groups
 from nsync.stages.attribute import attribute_syncs, device_busy, lead_curves
 from nsync.stages.callsites import assign_stacks, label_callsites, rank_callsites
@@ -150,7 +151,7 @@ def analyze(
     in_window = syncs.loc[inside].reset_index(drop=True)
     callsites = rank_callsites(in_window, stacks, steps.count)
     say("writing the fixes")
-    search = [Path(str(trace.path)).resolve().parent, Path.cwd(), *(source_dirs or [])]
+    search = search_folders(trace.path, source_dirs)
     callsites = advise_callsites(callsites, search)
     groups = read_groups(callsites, search) if steps.count else []
     say("replaying what-if")

@@ -23,6 +23,7 @@ from nsync.memory import release_freed_memory, tune_allocator
 from nsync.render.text import printable
 from nsync.render.write import check_writable
 from nsync.settings import name_settings
+from nsync.source import search_folders
 from nsync.stdio import drop_stdout
 
 app = typer.Typer(
@@ -727,7 +728,7 @@ def _emit(
     """The outputs the analysing commands write: files, then JSON on stdout or the terminal summary, then the
     warnings on stderr (``quiet``: the verdict alone, no warnings). The database needs the ``analysis``'s
     syncs. False when a file could not be written."""
-    search = [Path(report.trace.path).resolve().parent, Path.cwd(), *(source_dirs or [])]
+    search = search_folders(report.trace.path, source_dirs)
 
     def summary(width: int) -> object:
         if quiet:

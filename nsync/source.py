@@ -9,14 +9,26 @@ from pathlib import Path
 MAX_SOURCE_BYTES = 5_000_000
 
 
+def search_folders(trace_path: str | Path, source_dirs: list[Path] | None = None) -> list[Path]:
+    """Where a traced file is looked for by name when its own path is not readable: the trace's folder, the
+    working directory, then ``source_dirs`` (``--source-dir``)."""
+    return [Path(str(trace_path)).resolve().parent, Path.cwd(), *(source_dirs or [])]
+
+
 def source_lines(file: str, search: list[Path] | tuple[Path, ...] = ()) -> list[str] | None:
     """The lines of the Python file a trace names, or None when it is not readable here.
 
     Only ``.py`` files are read: a trace names the paths, and a report must not quote other local files.
     """
-    found = find_source(file, search)
-    text = None if found is None else _read(str(found))
+    text = source_text(file, search)
     return None if text is None else text.splitlines()
+
+
+def source_text(file: str, search: list[Path] | tuple[Path, ...] = ()) -> str | None:
+    """The text of the Python file a trace names (one string per version of the file: callers may cache on
+    it), or None when it is not readable here."""
+    found = find_source(file, search)
+    return None if found is None else _read(str(found))
 
 
 def find_source(file: str, search: list[Path] | tuple[Path, ...] = ()) -> Path | None:

@@ -29,6 +29,7 @@ from nsync.report import as_any_report
 from nsync.report.analysis import Report
 from nsync.report.diff import DiffReport
 from nsync.report.ranks import RanksReport
+from nsync.source import search_folders
 from nsync.version import installed_version
 
 if TYPE_CHECKING:
@@ -101,7 +102,7 @@ def render_html(
         return _diff_html(report)
     if isinstance(report, RanksReport):
         raise UsageError("a ranks report has no HTML: its JSON or the terminal summary")
-    search = [Path(report.trace.path).resolve().parent, Path.cwd(), *(source_dirs or [])]
+    search = search_folders(report.trace.path, source_dirs)
     sites = report.callsites[:top]
     figures = {"timeline": timeline_figure(report.timeline), "steps": steps_figure(report)}
     return (

@@ -18,7 +18,7 @@ from nsync.errors import UsageError
 from nsync.render.text import printable
 from nsync.report import as_any_report
 from nsync.report.analysis import Report
-from nsync.source import find_source, source_lines
+from nsync.source import find_source, search_folders, source_lines
 
 if TYPE_CHECKING:
     from nsync.analysis import Analysis
@@ -31,7 +31,7 @@ def render_patch(source: AnyReport | Analysis | Diff, source_dirs: list[Path] | 
     report = as_any_report(source)
     if not isinstance(report, Report):
         raise UsageError("only an analysis has rewrites to suggest: analyse one trace (nsync analyze)")
-    search = [Path(report.trace.path).resolve().parent, Path.cwd(), *(source_dirs or [])]
+    search = search_folders(report.trace.path, source_dirs)
     by_file: dict[Path, list[Change]] = {}
     for rank, site in enumerate(report.callsites, 1):
         advice = site.advice
