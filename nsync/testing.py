@@ -158,13 +158,9 @@ def _advised(file: str, line: int) -> tuple[str, str, str, str, str]:
         return (code, *classify(code), "")
     advice: Advice = advise_code(parsed, file)
     shown = []
-    if advice.rewrite == "":
-        shown.append(f"fix: delete line {advice.first_line}")
-    elif advice.rewrite:
-        label = f"line {advice.first_line} becomes:" if advice.first_line == advice.last_line else (
-            f"lines {advice.first_line}-{advice.last_line} become:"
-        )  # fmt: skip
-        shown += [f"fix: {label}", *("  " + text for text in textwrap.dedent(advice.rewrite).splitlines())]
+    if advice.rewrite is not None:
+        shown.append(f"fix: {advice.change}{':' if advice.rewrite else ''}")
+        shown += ["  " + text for text in textwrap.dedent(advice.rewrite).splitlines()]
     if advice.setup:
         shown.append(f"once, before line {advice.setup_line}:")
         shown += ["  " + text for text in textwrap.dedent(advice.setup).splitlines()]

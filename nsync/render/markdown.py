@@ -61,9 +61,7 @@ def _fixes(sites: list[CallSite]) -> list[str]:
         dependency = {"false": ", a false dependency", "true": ", a true dependency"}.get(advice.dependency, "")
         lines += ["", f"#### Fix #{rank}: {code_span(site.where)} ({cell(advice.pattern)}{dependency})", ""]
         lines += [prose(advice.why), ""]
-        span = f"line {advice.first_line}" if advice.first_line == advice.last_line else (
-            f"lines {advice.first_line}-{advice.last_line}"
-        )  # fmt: skip
+        span = advice.span
         name = code_span(Path(advice.file).name)
         if advice.rewrite == "":
             lines += [f"Delete {span} of {name} (an empty suggestion):", "", *fenced("", "suggestion"), ""]

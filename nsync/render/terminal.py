@@ -171,13 +171,8 @@ def _fix(site: CallSite, label: str, width: int, indent: str = "") -> list[Text]
     at = f" (the rewrite is at {where(advice.file, advice.first_line)})" if elsewhere else ""
     dependency = {"false": ", a false dependency", "true": ", a true dependency"}.get(advice.dependency, "")
     lines = [words(f"{label} ({advice.pattern}{dependency}){at}: {advice.why}", more=indent + "  ")]
-    lines_ = f"line {advice.first_line}" if advice.last_line == advice.first_line else (
-        f"lines {advice.first_line}-{advice.last_line}"
-    )  # fmt: skip
-    if advice.rewrite == "":
-        lines.append(Text(f"{indent}  delete {lines_}"))
-    elif advice.rewrite:
-        lines.append(Text(f"{indent}  {lines_} {'becomes' if lines_.startswith('line ') else 'become'}:"))
+    if advice.rewrite is not None:
+        lines.append(Text(f"{indent}  {advice.change}{':' if advice.rewrite else ''}"))
         lines.extend(code(advice.rewrite))
     if advice.setup:
         placed = f"once, before line {advice.setup_line}:" if advice.setup_line else f"{SETTING[advice.basis]}:"

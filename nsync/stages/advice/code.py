@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from nsync.source import source_lines
+from nsync.source import source_text
 from nsync.stages.advice.patterns import UNKNOWN, classify
 
 
@@ -22,19 +22,15 @@ class _Code:
     tree: ast.Module
     chain: list[ast.AST]  # module .. innermost statement holding the line
     line: int
+    source: str  # the file's text, as read (the key of the per-file caches)
 
     @property
     def statement(self) -> ast.stmt:
         return self.chain[-1]  # type: ignore[return-value]
 
-    @functools.cached_property
+    @property
     def _bytes(self) -> tuple[bytes, list[int]]:
-        """The file as UTF-8 and where each line starts in it (ast's column offsets count bytes)."""
-        encoded = [line.encode() for line in self.lines]
-        starts = [0]
-        for raw in encoded:
-            starts.append(starts[-1] + len(raw) + 1)
-        return b"\n".join(encoded), starts
+        return _encoded(self.source)
 
     def _span(self, node: ast.AST) -> tuple[int, int]:
         starts = self._bytes[1]
@@ -145,6 +141,29 @@ class _Code:
             return first, ""
         return None
 
+    @functools.cached_property
+    def parents(self) -> dict[ast.AST, ast.AST]:
+        """Each node's parent, in the statement's function (or module): built once, asked of many nodes."""
+        scope = self.function or self.tree
+        return {child: parent for parent in ast.walk(scope) for child in ast.iter_child_nodes(parent)}
+
+    @functools.cached_property
+    def host_used(self) -> set[ast.AST]:
+        """The nodes whose value the host itself uses, in the statement's function (or module): in a test (if,
+        while, a conditional expression, an assert), in range() or print() arguments, in a slice's bounds, in an
+        f-string."""
+        roots: list[ast.AST] = []
+        for node in ast.walk(self.function or self.tree):
+            if isinstance(node, (ast.If, ast.While, ast.IfExp, ast.Assert)):
+                roots.append(node.test)
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("range", "print"):
+                roots += node.args
+            elif isinstance(node, ast.Slice):
+                roots += [bound for bound in (node.lower, node.upper, node.step) if bound is not None]
+            elif isinstance(node, ast.FormattedValue):
+                roots.append(node.value)
+        return {found for root in roots for found in ast.walk(root)}
+
     def later_uses(self, name: str) -> list[ast.Name]:
         """Loads of ``name`` after the statement, in its function (or module)."""
         scope = self.function or self.tree
@@ -192,11 +211,11 @@ def _strip_comment(text: str) -> str:
 
 
 def read_code(file: str, line: int, search: Iterable[Path] = ()) -> _Code | None:
-    lines = source_lines(file, tuple(search)) if line > 0 else None
-    if lines is None or line > len(lines):
+    text = source_text(file, tuple(search)) if line > 0 else None
+    if text is None:
         return None
-    tree = _parse("\n".join(lines))
-    if tree is None:
+    lines, tree = _parsed(text)
+    if tree is None or line > len(lines):
         return None
     chain: list[ast.AST] = [tree]
     body: list[ast.stmt] = tree.body
@@ -215,7 +234,7 @@ def read_code(file: str, line: int, search: Iterable[Path] = ()) -> _Code | None
         body = inner
     if len(chain) < 2:
         return None
-    return _Code(lines, tree, chain, line)
+    return _Code(lines, tree, chain, line, text)
 
 
 def _syncing(statements: list[ast.stmt], lines: list[str]) -> ast.stmt:
@@ -223,27 +242,31 @@ def _syncing(statements: list[ast.stmt], lines: list[str]) -> ast.stmt:
     whose own text has a pattern (the first when none has)."""
     if len(statements) == 1:
         return statements[0]
-    code = _Code(lines, ast.Module(body=[], type_ignores=[]), [], 0)
-    known = [s for s in statements if classify(code.text(s))[0] != UNKNOWN]
+    text = "\n".join(lines)  # (rare: several statements on one line)
+    known = [s for s in statements if classify(ast.get_source_segment(text, s) or "")[0] != UNKNOWN]
     return known[-1] if known else statements[0]
 
 
-_PARSED: dict[int, tuple[str, ast.Module | None]] = {}
+@functools.lru_cache(maxsize=64)
+def _encoded(text: str) -> tuple[bytes, list[int]]:
+    """A file as UTF-8 and where each of its lines starts in it (ast's column offsets count bytes), once per
+    version of its text."""
+    encoded = [line.encode() for line in _parsed(text)[0]]
+    starts = [0]
+    for raw in encoded:
+        starts.append(starts[-1] + len(raw) + 1)
+    return b"\n".join(encoded), starts
 
 
-def _parse(text: str) -> ast.Module | None:
-    key = hash(text)
-    cached = _PARSED.get(key)
-    if cached is not None and cached[0] == text:
-        return cached[1]
+@functools.lru_cache(maxsize=64)
+def _parsed(text: str) -> tuple[list[str], ast.Module | None]:
+    """A file's lines and its syntax tree, once per version of its text (one parse for all its call sites)."""
+    lines = text.splitlines()
     try:
-        tree: ast.Module | None = ast.parse(text)
+        tree: ast.Module | None = ast.parse("\n".join(lines))
     except (SyntaxError, ValueError):
         tree = None
-    if len(_PARSED) > 64:
-        _PARSED.clear()
-    _PARSED[key] = (text, tree)
-    return tree
+    return lines, tree
 
 
 def _is_copy_read(node: ast.AST) -> ast.expr | None:

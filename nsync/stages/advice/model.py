@@ -29,6 +29,23 @@ class Advice:
     last_line: int = 0
     setup_line: int = 0
 
+    @property
+    def span(self) -> str:
+        """The lines the rewrite replaces, in words: "line 17", "lines 3-6"."""
+        if self.last_line == self.first_line:
+            return f"line {self.first_line}"
+        return f"lines {self.first_line}-{self.last_line}"
+
+    @property
+    def change(self) -> str:
+        """The rewrite in words, before its code: "delete line 19", "line 17 becomes", "lines 3-6 become"
+        ('' where none was written)."""
+        if self.rewrite is None:
+            return ""
+        if not self.rewrite:
+            return f"delete {self.span}"
+        return f"{self.span} {'becomes' if self.last_line == self.first_line else 'become'}"
+
 
 ADVICE_COLUMNS = ("advice",)  # what advise_callsites adds to the call sites: an Advice, or None
 

@@ -109,7 +109,7 @@ def _value_read(code: _Code) -> _Edit:
         and isinstance(statement.targets[0], ast.Name)
     ):
         name = statement.targets[0].id
-        host_uses = [use for use in code.later_uses(name) if _used_by_host(code, use)]
+        host_uses = [use for use in code.later_uses(name) if use in code.host_used]
         if host_uses:
             first = host_uses[0]
             return _Edit(
@@ -139,26 +139,6 @@ def _norm_of(node: ast.expr) -> ast.expr | None:
     ):
         return node.func.value
     return None
-
-
-def _used_by_host(code: _Code, use: ast.Name) -> bool:
-    """Whether a load of a name decides something on the host: a test, a range, an index bound, a format."""
-    scope = code.function or code.tree
-    for node in ast.walk(scope):
-        if isinstance(node, (ast.If, ast.While, ast.IfExp, ast.Assert)) and _holds(node.test, use):
-            return True
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Name)
-            and node.func.id in ("range", "print")
-            and any(_holds(a, use) for a in node.args)
-        ):
-            return True
-        if isinstance(node, ast.Slice) and any(_holds(p, use) for p in (node.lower, node.upper, node.step) if p):
-            return True
-        if isinstance(node, ast.FormattedValue) and _holds(node.value, use):
-            return True
-    return False
 
 
 def _print(code: _Code) -> _Edit:
@@ -373,7 +353,7 @@ def _is_mask(node: ast.AST) -> bool:
 
 
 def _dynamic_shape(code: _Code) -> _Edit:
-    parents = {child: parent for parent in ast.walk(code.statement) for child in ast.iter_child_nodes(parent)}
+    parents = code.parents
     for node in code.on_line():
         if not (isinstance(node, ast.Subscript) and _is_mask(node.slice) and isinstance(node.ctx, ast.Load)):
             continue
@@ -405,11 +385,7 @@ def _dynamic_shape(code: _Code) -> _Edit:
         target = _target(code)
         if target is not None:
             uses = code.later_uses(target)
-            summed = [
-                u
-                for u in uses
-                if isinstance(parents_of(code, u), ast.Attribute) and parents_of(code, u).attr == "sum"  # type: ignore[union-attr]
-            ]
+            summed = [u for u in uses if getattr(parents.get(u), "attr", None) == "sum"]
             if uses and len(summed) == len(uses):
                 return _Edit(
                     rewrite=code.rewritten([(node, kept)]),
@@ -426,14 +402,6 @@ def _dynamic_shape(code: _Code) -> _Edit:
             dependency="true",
         )
     return _Edit()
-
-
-def parents_of(code: _Code, node: ast.AST) -> ast.AST | None:
-    scope = code.function or code.tree
-    for parent in ast.walk(scope):
-        if any(child is node for child in ast.iter_child_nodes(parent)):
-            return parent
-    return None
 
 
 def _control_flow(code: _Code) -> _Edit:
