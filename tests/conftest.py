@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import lzma
+import os
 import shutil
 import signal
 import subprocess
@@ -144,7 +145,7 @@ def cpu_only_export(tmp_path_factory: pytest.TempPathFactory) -> Path:
     script.write_text(
         "import time\ntotal = sum(i * i for i in range(200_000))\ntime.sleep(0.5)\nprint('done', total)\n"
     )
-    subprocess.run(
+    run_contained(
         [
             nsys,
             "profile",
@@ -158,10 +159,8 @@ def cpu_only_export(tmp_path_factory: pytest.TempPathFactory) -> Path:
             sys.executable,
             str(script),
         ],
-        check=True,
-        capture_output=True,
         timeout=300,
-    )
+    ).check_returncode()
     subprocess.run(
         [
             nsys,
@@ -179,6 +178,30 @@ def cpu_only_export(tmp_path_factory: pytest.TempPathFactory) -> Path:
         timeout=300,
     )
     return folder / "run.sqlite"
+
+
+def run_contained(argv: list[str], timeout: float, **popen: object) -> subprocess.CompletedProcess[str]:
+    """``subprocess.run(argv, capture_output=True, text=True, timeout=...)`` for a command that starts nsys: on a
+    timeout its whole process group is stopped (SIGTERM, then SIGKILL) and so are the agents of any nsys that
+    went with it. A hung capture then fails its own test, not every capture after it: an nsys left running
+    makes every later one fail with 'Agent launcher failed.' (seen in CI)."""
+    import time
+
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True, **popen
+    )  # type: ignore[call-overload]
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        agents_before = _nsys_agents()
+        for stop in (signal.SIGTERM, signal.SIGKILL):
+            with contextlib.suppress(OSError):
+                os.killpg(proc.pid, stop)
+            time.sleep(3)
+        out, err = proc.communicate()
+        _stop_orphaned_agents(agents_before)
+        raise subprocess.TimeoutExpired(argv, timeout, output=out, stderr=err) from None
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
 
 def remove_stale_nsys_state(untouched_s: float = 0.0) -> list[Path]:
@@ -215,3 +238,17 @@ def interruptible() -> None:
     ignored (and an ignored SIGINT is inherited, so Python would install no KeyboardInterrupt handler at all:
     a Ctrl-C test then fails only when the suite runs in the background)."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+@pytest.fixture
+def no_capture_hangs_forever() -> Iterator[None]:
+    """A regression here would hang the suite, not fail it: SIGALRM turns 90 s into a failure."""
+
+    def fail(*_: object) -> None:
+        raise TimeoutError("the capture did not end within 90 s")
+
+    previous = signal.signal(signal.SIGALRM, fail)
+    signal.alarm(90)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, previous)

@@ -1,13 +1,15 @@
-"""nsys that fails before the program starts (exit 1, no report: seen now and then with Debian's nsys 2022.4, two
-captures at a time, "sem_open" and "Connection reset by peer" in its output). nsync's sitecustomize says when
-the program has started; where it has not, nothing of it ran, and ``nsync profile`` tries once more. Where it
-has, nsync never runs the program twice. The stand-in nsys below plays both (no real nsys needed)."""
+"""nsys that fails before the program starts (exit 1, no report: seen with Debian's nsys 2022.4, two captures at
+a time, "sem_open" and "Connection reset by peer" in its output), or never starts it (its agent waits forever).
+nsync's sitecustomize says when the program has started; where it has not, nothing of it ran, and ``nsync
+profile`` tries once more. Where it has, nsync never runs the program twice. The stand-in nsys below plays each
+(no real nsys needed)."""
 
 from __future__ import annotations
 
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -27,6 +29,11 @@ if args[1:] == ["--help"]:
 calls = os.path.join(os.path.dirname(os.path.abspath(__file__)), "calls")
 with open(calls, "a") as handle:
     handle.write("profile\\n")
+if os.environ.get("STAND_IN_NEVER_STARTS"):  # its agent waits forever for a session broken by another nsys
+    import signal, time
+    signal.signal(signal.SIGINT, lambda *_: sys.exit(1))
+    while True:
+        time.sleep(1)
 if os.environ.get("STAND_IN_RUNS_PROGRAM"):  # the program starts, then nsys fails
     first = next(k for k, a in enumerate(args) if os.path.basename(a).startswith("python"))
     subprocess.run(args[first:])
@@ -85,5 +92,44 @@ def test_nsys_that_fails_once_the_program_has_started_is_not_tried_again(
         run_capture(
             describe(tmp_path / "bin/nsys"), [sys.executable, str(tmp_path / "job.py")], options, lambda _: None
         )
+    assert not isinstance(raised.value, NsysFailedFirst)
+    assert (tmp_path / "ran.txt").read_text() == "ran\n"
+
+
+def _capture(tmp_path: Path, program: str, start_s: float) -> None:
+    """run_capture of ``program`` under the stand-in, which ends in an error each way it is played."""
+    _stand_in(tmp_path)
+    (tmp_path / "job.py").write_text(program)
+    options = CaptureOptions(out_dir=tmp_path / "out", name="job", start_s=start_s, window=CaptureWindow())
+    options.out_dir.mkdir()
+    run_capture(describe(tmp_path / "bin/nsys"), [sys.executable, str(tmp_path / "job.py")], options, print)
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("no_capture_hangs_forever")
+def test_nsys_that_never_starts_the_program_is_stopped_and_may_be_tried_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Seen with two nsys 2022.4 that broke their shared session state: one waited forever for its agent, and
+    every nsys after it failed while it waited."""
+    monkeypatch.setenv("STAND_IN_NEVER_STARTS", "1")
+    monkeypatch.chdir(tmp_path)
+    started = time.monotonic()
+    with pytest.raises(NsysFailedFirst, match=r"nsys had not started the program 2 s after it was started itself"):
+        _capture(tmp_path, PROGRAM, start_s=2)
+    assert time.monotonic() - started < 30
+    assert not (tmp_path / "ran.txt").exists()
+    assert not subprocess.run(["pgrep", "-f", str(tmp_path / "bin/nsys")], capture_output=True).stdout  # stopped
+
+
+@pytest.mark.slow
+def test_a_program_that_started_is_never_cut_for_running_longer_than_nsys_takes_to_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("STAND_IN_RUNS_PROGRAM", "1")
+    monkeypatch.chdir(tmp_path)
+    slow = "import time\ntime.sleep(3)\n" + PROGRAM
+    with pytest.raises(NsysError) as raised:  # the stand-in fails once the program ended: not a hang at start
+        _capture(tmp_path, slow, start_s=1)
     assert not isinstance(raised.value, NsysFailedFirst)
     assert (tmp_path / "ran.txt").read_text() == "ran\n"

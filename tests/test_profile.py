@@ -17,7 +17,7 @@ from nsync.nsys import CaptureOptions, find_nsys, hang, locate, profile_flags
 from nsync.nsys.hang import session_agents
 from nsync.nsys.leftovers import stale_session_state
 from nsync.nsys.locate import describe
-from tests.conftest import interruptible, remove_stale_nsys_state
+from tests.conftest import interruptible, remove_stale_nsys_state, run_contained
 from tests.test_real_nsys import NSYS, needs_nsys
 
 NSYNC = str(Path(sys.executable).parent / "nsync")
@@ -34,14 +34,7 @@ SLEEP = "import time; time.sleep(0.5)\n"
 
 
 def nsync_profile(tmp_path: Path, *args: str, **popen: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [NSYNC, "profile", "--python", sys.executable, *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=tmp_path,
-        **popen,
-    )  # type: ignore[call-overload]
+    return run_contained([NSYNC, "profile", "--python", sys.executable, *args], timeout=300, cwd=tmp_path, **popen)
 
 
 @pytest.fixture
@@ -91,8 +84,9 @@ def test_the_programs_output_reaches_stdout_as_written_and_nsys_chatter_does_not
 @needs_nsys
 def test_twenty_profiles_with_the_default_flags_all_finish_with_the_programs_exit_code(tmp_path):
     """Debian's nsys 2022.4 with CPU sampling hung in 3 of 3 runs of a tiny script on this busy 2-core machine
-    (and 3 of 7 here with both cores loaded); its default is now no CPU sampling. Two runs at a time, to keep
-    the machine busy as it was then."""
+    (and 3 of 7 here with both cores loaded); its default is now no CPU sampling. Two runs at a time: two nsys
+    started together, each with a private TMPDIR, took two different session locks and broke each other (5 of 6
+    pairs failed at start or waited forever for an agent), so none may need nsync's second try either."""
     from concurrent.futures import ThreadPoolExecutor
 
     script = tmp_path / "small.py"
@@ -105,7 +99,7 @@ def test_twenty_profiles_with_the_default_flags_all_finish_with_the_programs_exi
 
     with ThreadPoolExecutor(2) as pool:
         runs = list(pool.map(one, range(20)))
-    wrong = {i: err for i, (code, _, err) in enumerate(runs) if code != i % 7 + 1}
+    wrong = {i: err for i, (code, _, err) in enumerate(runs) if code != i % 7 + 1 or "trying once more" in err}
     assert not wrong, "\n\n".join(f"run {i}: {err}" for i, err in wrong.items())  # whole, for a CI log
     assert max(seconds for _, seconds, _ in runs) < 60, [seconds for _, seconds, _ in runs]
 

@@ -20,6 +20,7 @@ import pytest
 from nsync.calibration_run import run_calibration
 from nsync.nsys.inject import STEP_MARK, WINDOW_RANGE
 from nsync.nsys.window import CaptureWindow, is_python
+from tests.conftest import run_contained
 from tests.test_calibration import fake_torch
 from tests.test_cli import assert_one_line_error
 from tests.test_real_nsys import needs_nsys
@@ -68,10 +69,7 @@ def job(tmp_path: Path) -> Path:
 
 def profile(job: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(job / "fake")}
-    return subprocess.run(
-        [NSYNC, "profile", "--python", sys.executable, "-o", "out", *args],
-        cwd=job, capture_output=True, text=True, env=env, timeout=300,
-    )  # fmt: skip
+    return run_contained([NSYNC, "profile", "--python", sys.executable, "-o", "out", *args], 300, cwd=job, env=env)
 
 
 def ranges(trace: Path) -> dict[str, list[tuple[int, int]]]:

@@ -26,7 +26,7 @@ from nsync.errors import NsysError
 from nsync.load.db import require_file
 from nsync.load.model import PYTHON_FRAMES_NSYS
 from nsync.nsys import inject
-from nsync.nsys.hang import QUIET_S, HangWatch, session_agents, stop_agents
+from nsync.nsys.hang import QUIET_S, START_S, HangWatch, session_agents, stop_agents
 from nsync.nsys.leftovers import advice, stale_session_state
 from nsync.nsys.locate import Nsys, find_nsys
 from nsync.nsys.output import relay
@@ -50,6 +50,7 @@ class CaptureOptions:
     nsys_args: tuple[str, ...] = ()
     keep_report: bool = True
     hang_s: float = QUIET_S  # nsys making no progress this long after the program ended: hung (nsync.nsys.hang)
+    start_s: float = START_S  # a Python program not started this long after nsys: nsys hung at start
     step_marks: bool = True  # mark each optimizer step with an NVTX range (nsync.nsys.inject)
     window: CaptureWindow | None = None  # capture these steps only (needs step_marks' sitecustomize)
 
@@ -140,12 +141,19 @@ def run_capture(nsys: Nsys, command: Sequence[str], options: CaptureOptions, say
             raise NsysError(f"cannot start {nsys.path}: {err.strerror}") from err
         assert proc.stdout is not None
         relaying = relay(proc.stdout, _binary_stdout(), say)
-        watch = HangWatch(proc.pid, lambda: _written(options, Path(scratch)), options.hang_s)
+        says_started = options.step_marks and is_python(list(command))  # (nsync's sitecustomize says so)
+        watch = HangWatch(
+            proc.pid,
+            lambda: _written(options, Path(scratch)),
+            options.hang_s,
+            (lambda: _started(Path(scratch))) if says_started else None,
+            options.start_s,
+        )
         code, interrupted, hung = _wait(nsys, proc, watch, say)
         relaying.join(timeout=RELAY_DRAIN_S)  # an agent left holding the pipe must not block us
         report = _report(nsys, options, say, Path(scratch))
         seen = outcome(Path(scratch) / WINDOW_FOLDER) if options.window is not None else None
-        started = any((Path(scratch) / WINDOW_FOLDER).glob("started-*"))
+        started = _started(Path(scratch))
     ended_normally = code >= 0 and not (hung or interrupted)
     if ended_normally and options.window is not None and seen is not None and seen.processes and not seen.opened_by:
         if report is not None:
@@ -156,6 +164,8 @@ def run_capture(nsys: Nsys, command: Sequence[str], options: CaptureOptions, say
         raise KeyboardInterrupt
     if code < 0 and report is None and not hung:
         raise NsysError(f"nsys was killed by signal {_signal_name(-code)} before writing a report")
+    if watch.hung_at_start:
+        raise NsysFailedFirst(f"nsys had not started the program {watch.start_s:.0f} s after it was started itself")
     if report is None and hung:
         ended = "" if watch.program_exit_code is None else f" (the program exited with code {watch.program_exit_code})"
         raise NsysError(
@@ -165,7 +175,7 @@ def run_capture(nsys: Nsys, command: Sequence[str], options: CaptureOptions, say
     if report is None:
         left = stale_session_state() if code > 0 else []  # (nsys that failed to start exits 1)
         failed = f"nsys exited with code {code} and wrote no report ({options.base}.nsys-rep)"
-        if code > 0 and options.step_marks and is_python(list(command)) and not started and not left:
+        if code > 0 and says_started and not started and not left:
             raise NsysFailedFirst(f"{failed} before the program started")
         raise NsysError(f"{failed}{advice(left) if left else ''}")
     if hung:  # nsys's own exit code after a shutdown is not the program's
@@ -227,16 +237,40 @@ def _never_opened(window: CaptureWindow, seen: WindowOutcome) -> str:
 
 def _written(options: CaptureOptions, scratch: Path) -> list[Path]:
     """The files nsys writes while it finishes: its raw capture in ``scratch``, the report beside the outputs."""
-    return [*scratch.glob("*"), *options.out_dir.glob(f"{glob.escape(options.name)}.*")]
+    own = [p for p in scratch.glob("*") if p.name != SESSIONS]  # (the sessions folder is every nsys's)
+    return [*own, *options.out_dir.glob(f"{glob.escape(options.name)}.*")]
+
+
+SESSIONS = "nvidia"  # in TMPDIR: nsys's session folders and the lock that keeps its sessions' shared state whole
+
+
+def _share_sessions(scratch: Path) -> None:
+    """Link the scratch TMPDIR's ``nvidia`` folder to the real TMPDIR's, which every other nsys uses.
+
+    nsys takes a lock in ``$TMPDIR/nvidia/nsight_systems`` before it touches its sessions' shared memory
+    (``/dev/shm/NSys-<version>``). With a private TMPDIR each, two nsys took two different locks and broke that
+    state: two captures started together here failed with 'Agent launcher failed.', or one waited forever for
+    an agent (5 of 6 pairs, Debian's 2022.4). The raw capture stays in the scratch folder; only the lock and
+    the sessions' folders are shared. Where the real folder cannot be made, nsys keeps a private one."""
+    shared = Path(tempfile.gettempdir()) / SESSIONS
+    with contextlib.suppress(OSError):
+        shared.mkdir(exist_ok=True)
+        (scratch / SESSIONS).symlink_to(shared, target_is_directory=True)
 
 
 WINDOW_FOLDER = "window"  # in the scratch folder: what the program's processes saw of the window
+
+
+def _started(scratch: Path) -> bool:
+    """Whether a program under nsys has started (nsync's sitecustomize writes ``started-<pid>`` first thing)."""
+    return any((scratch / WINDOW_FOLDER).glob("started-*"))
 
 
 def program_env(options: CaptureOptions, scratch: Path) -> dict[str, str]:
     """The environment nsys (and the program it starts) runs in: nsys's scratch TMPDIR, and with
     ``step_marks`` the folder of nsync's ``sitecustomize`` first on PYTHONPATH, with the window's settings."""
     env = {**os.environ, "TMPDIR": str(scratch)}
+    _share_sessions(scratch)
     if options.window is not None or options.capture_range == "nvtx":
         env.update(NVTX_CAPTURE_ENV)
     if options.step_marks:
@@ -271,10 +305,13 @@ def _until_exit(nsys: Nsys, proc: subprocess.Popen[bytes], watch: HangWatch, say
             if code is not None:
                 return code, interrupted, False
             if watch.hung():
-                say(
-                    f"nsys made no progress for {watch.quiet_s:.0f} s after the program ended (nsys 2022.4 with "
-                    "CPU sampling hangs so now and then): shutting it down"
-                )
+                if watch.hung_at_start:
+                    say(f"nsys had not started the program after {watch.start_s:.0f} s: shutting it down")
+                else:
+                    say(
+                        f"nsys made no progress for {watch.quiet_s:.0f} s after the program ended (nsys 2022.4 with "
+                        "CPU sampling hangs so now and then): shutting it down"
+                    )
                 return stop_nsys(nsys, proc), interrupted, True
         except KeyboardInterrupt:  # noqa: PERF203 -- one poll every POLL_S
             if interrupted:  # a second Ctrl-C: stop waiting for nsys to finish its report

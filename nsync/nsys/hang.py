@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 QUIET_S = 10.0  # no progress this long after the program ended: hung (a working nsys moves within 0.3 s)
+START_S = 60.0  # a Python program not started this long after nsys was: nsys hung at start (it takes 1-4 s here)
 
 
 @dataclass(frozen=True)
@@ -85,18 +86,38 @@ def exit_code_of(status: int) -> int:
 
 class HangWatch:
     """Watches ``nsys profile`` (``pid``) after its program ended; ``hung()`` says when it stopped making
-    progress (see the module docstring). ``files`` lists what nsys writes (its scratch folder, the report)."""
+    progress (see the module docstring). ``files`` lists what nsys writes (its scratch folder, the report).
 
-    def __init__(self, pid: int, files: Callable[[], Iterable[Path]], quiet_s: float = QUIET_S) -> None:
+    ``program_started`` (where the program says so: nsync's sitecustomize in a Python program) also tells an
+    nsys that never starts its program: one whose agent waited forever for its session (seen here when two
+    nsys broke their shared session state) is hung at start once ``start_s`` passed (``hung_at_start``)."""
+
+    def __init__(
+        self,
+        pid: int,
+        files: Callable[[], Iterable[Path]],
+        quiet_s: float = QUIET_S,
+        program_started: Callable[[], bool] | None = None,
+        start_s: float = START_S,
+    ) -> None:
         self.pid = pid
         self.files = files
         self.quiet_s = quiet_s
+        self.program_started = program_started
+        self.start_s = start_s
+        self.hung_at_start = False
         self.program_exit_code: int | None = None  # read from the program's zombie, where nsys left one
         self._progress: tuple[object, ...] | None = None
         self._since = 0.0
         self._started = False  # a program ran under nsys (before that, nsys is starting, not finishing)
+        self._launched = time.monotonic()
 
     def hung(self) -> bool:
+        if self.program_started is not None and time.monotonic() - self._launched >= self.start_s:
+            if not self.program_started():
+                self.hung_at_start = True
+                return True
+            self.program_started = None  # it started: no need to look again
         table = processes()
         below = descendants(table, self.pid)
         running = any(p.state != "Z" for p in below)
