@@ -392,8 +392,35 @@ def read_gpus(db: ExportDb) -> pd.DataFrame:
     return frame.drop_duplicates("device_id").reset_index(drop=True)
 
 
+SPAN_PROBES = ("CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_KERNEL")
+
+
 def read_span(db: ExportDb) -> tuple[int, int] | None:
+    """The capture's span, in the time base of its rows.
+
+    ``ANALYSIS_DETAILS`` gives it from the session's start. A capture started by a range (``--capture-range``,
+    ``nsync profile``'s window) times its rows from the capture's own start instead (nsys 2025.3 on the H200:
+    startTime 12.93 s, every CUDA call between 0.011 and 1.488 s, the capture's duration): there the span is
+    [0, duration]. Which base holds the rows is read off a table's first and last rows (no scan)."""
     frame = db.select("ANALYSIS_DETAILS", {"start": "startTime", "stop": "stopTime"})
     if frame.empty or frame["start"].isna().all() or frame["stop"].isna().all():
         return None
-    return int(frame["start"].min()), int(frame["stop"].max())
+    span = int(frame["start"].min()), int(frame["stop"].max())
+    probes = _edge_starts(db)
+    if span[0] > 0 and probes and all(0 <= t < span[0] for t in probes) and max(probes) <= span[1] - span[0]:
+        return 0, span[1] - span[0]
+    return span
+
+
+def _edge_starts(db: ExportDb) -> list[int]:
+    """The start of the first and the last row (by rowid) of the first probe table that has rows."""
+    for table in SPAN_PROBES:
+        if db.has(table, "start"):
+            edges = db.query(
+                f'SELECT "start" FROM "{table}" WHERE rowid IN (SELECT min(rowid) FROM "{table}" '
+                f'UNION SELECT max(rowid) FROM "{table}")'
+            )["start"]
+            found = [int(t) for t in edges if isinstance(t, (int, np.integer))]
+            if found:
+                return found
+    return []

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# On an H200 machine: issue 26's fresh ground truth (fixtures/fresh). `ab NAME...`: time each program
+# unprofiled in ab mode (healthy and degraded blocks alternating in one process, steptimer.py; $NSYNC_AB_BLOCKS
+# pairs). `capture NAME:STEPS[:MODE]...`: capture with `nsync profile` (default flags, as a user runs it),
+# sanitize (--shrink) and compress into $OUT, with the analysis's JSON and the calibration file.
+source "$(dirname "$0")/h200-env.sh"
+cd "$ROOT/fixtures/fresh"
+what=$1; shift
+for spec in "$@"; do
+  s=$SECONDS
+  if [ "$what" = ab ]; then
+    python3 "$spec.py" ab $((10 + 28 * ${NSYNC_AB_BLOCKS:-5})) > "/tmp/ab-$spec.log" 2>&1
+    echo "== $spec ab rc=$? $((SECONDS - s)) s"; grep -E "RESULT|Error|error" "/tmp/ab-$spec.log" | tail -4
+    grep RESULT "/tmp/ab-$spec.log" >> "$OUT/ab-timings.log"
+    continue
+  fi
+  real_spec "$spec"
+  LD_LIBRARY_PATH=$ROOT/.libdw python3 -m nsync profile --nsys "$NSYS" -o /tmp/prof --name "$out" --no-keep-report \
+    --json "$OUT/$out.json" "$name.py" "$mode" "$steps" > "/tmp/prof-$out.log" 2>&1
+  echo "== $out rc=$? $((SECONDS - s)) s"; grep -vE "^\| |^\{" "/tmp/prof-$out.log" | tail -14
+  cp "/tmp/prof/$out.calibration.json" "$OUT/" 2>/dev/null
+  python3 "$ROOT/scripts/sanitize_trace.py" "/tmp/prof/$out.sqlite" "$ROOT/fixtures/fresh" /home/user/proj --shrink
+  xz -6 -T0 -c "/tmp/prof/$out.sqlite" > "$OUT/$out.sqlite.xz"
+done 2>&1 | tee -a "$OUT/$what.log"

@@ -1,0 +1,48 @@
+"""Captures of `nsync profile`'s default window on the H200, of programs nobody here tuned on
+(fixtures/fresh/README.md): nsys 2025.3 times such a capture's rows from the capture's own start."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import pytest
+
+from nsync import AnalysisConfig, analyze
+from nsync.analysis import Analysis
+from nsync.calibration import beside, read_calibration
+from tests.conftest import FIXTURES
+
+FRESH = FIXTURES / "fresh"
+# by construction of the programs: the line of each degraded sync, and how many a step
+SYNCS = {"hf_bert_hooks": {26: 8}, "timm_convnext": {30: 1, 31: 1}}
+CAPTURED_STEPS = 40  # optimizer steps 11-50: nsync profile's default window
+
+
+@functools.cache
+def fresh(name: str) -> Analysis:
+    trace = FRESH / f"{name}.sqlite.xz"
+    return analyze(trace, calibration=read_calibration(beside(trace)))
+
+
+@pytest.mark.parametrize("name", sorted(SYNCS))
+def test_a_window_capture_keeps_every_row_and_finds_the_captured_steps(name: str):
+    a = fresh(name)
+    assert not [w for w in a.warnings if "set aside" in w]
+    assert a.steps.source == "marks"
+    assert CAPTURED_STEPS - 2 <= a.steps.count <= CAPTURED_STEPS  # the first is warm-up; the last may be cut
+    main = a.callsites.loc[a.callsites["file"].map(lambda f: Path(f).name) == f"{name}.py"]
+    per_step = dict(zip(main["line"], main["syncs_per_step"].round(2)))
+    assert per_step == SYNCS[name]
+
+
+@pytest.mark.parametrize("name", sorted(SYNCS))
+def test_nothing_is_worth_fixing_where_the_fix_measured_nothing(name: str):
+    """The README's ab timings: neither fix saves time beyond the noise."""
+    assert not fresh(name).verdict.worth_fixing
+
+
+def test_a_part_of_a_window_capture_is_read_in_seconds_from_the_capture_s_start():
+    trace = FRESH / "hf_bert_hooks.sqlite.xz"
+    part = analyze(trace, AnalysisConfig(window_s=(0.5, 1.0)))
+    assert 10 <= part.steps.count <= 16  # about 0.5 s of steps of 36.8 ms under nsys
