@@ -24,7 +24,7 @@ from nsync.stages.callsites import assign_stacks, label_callsites, rank_callsite
 from nsync.stages.detect import detect_syncs, is_relevant_api
 from nsync.stages.excerpt import TimelineExcerpt, timeline_excerpt
 from nsync.stages.phases import PHASE_COLUMNS, PHASE_SITE_COLUMNS, phase_intervals, phase_table
-from nsync.stages.replay import ReplaySkipped, WhatIf, what_if
+from nsync.stages.replay import SAVING_COLUMNS, ReplaySkipped, WhatIf, saving_range, what_if
 from nsync.stages.steps import Steps, empty_steps_table, find_steps, gpu_step_times, launched_in_steps
 from nsync.waiting import result
 
@@ -68,13 +68,19 @@ class Analysis:
 @dataclass(frozen=True)
 class Verdict:
     """The answer in one line: whether any sync of the main loop is worth fixing, by the largest predicted
-    saving as a share of the predicted (unprofiled) step."""
+    saving as a share of the predicted (unprofiled) step, and its likely range (AnalysisConfig.saving_ratio):
+    worth fixing when even the range's low end passes the threshold, nothing worth fixing when even its high
+    end does not, and "measure" when the range straddles the threshold."""
 
     largest_saving_ns: float
     step_ns: float
-    worth_fixing: bool
+    worth_fixing: bool  # the low end of the saving's range passes the threshold
     site: str  # the call site that saves most: "file.py:12", "run.py:9 (issued at trainer.py:1847)"
-    together: bool = False  # no site alone is worth fixing, but all of them together are
+    together: bool = False  # no site alone is worth fixing, but all of them together are (or may be)
+    low_ns: float = 0.0  # the saving's likely range
+    high_ns: float = 0.0
+    measure: bool = False  # the range straddles the threshold: a measurement must tell
+    threshold_share: float = 0.05
 
     @property
     def share(self) -> float:
@@ -82,15 +88,27 @@ class Verdict:
 
     @property
     def text(self) -> str:
-        figure = f"{self.largest_saving_ns / 1e6:.2f} ms per step ({100 * self.share:.1f} %)"
+        share = f"{100 * self.share:.1f} %"
+        likely = f"likely {self.low_ns / 1e6:.2f}-{self.high_ns / 1e6:.2f} ms"
+        figure = f"{self.largest_saving_ns / 1e6:.2f} ms per step ({share}; {likely})"
+        measure = (
+            f", near the {100 * self.threshold_share:g} % worth fixing: measure it (apply the fix, profile again, "
+            "nsync diff the two captures)"
+        )
         if self.together:
+            would = "may save" if self.measure else "would save"
             return (
-                f"fixing all the syncs of the step together would save {figure}; no one of them alone: "
-                "each waits for the same GPU work"
+                f"fixing all the syncs of the step together {would} {figure}; no one of them alone: each waits for "
+                f"the same GPU work{measure if self.measure else ''}"
             )
         if self.worth_fixing:
             return f"fixing {self.site} would save {figure}"
-        return f"syncs cost at most {figure}: nothing here is worth fixing for speed"
+        if self.measure:
+            return f"fixing {self.site} may save {figure}{measure}"
+        return (
+            f"syncs cost at most {self.largest_saving_ns / 1e6:.2f} ms per step ({share}; likely under "
+            f"{self.high_ns / 1e6:.2f} ms): nothing here is worth fixing for speed"
+        )
 
 
 def analyze(
@@ -179,7 +197,7 @@ def analyze(
     except ReplaySkipped as skipped:
         warnings.append(str(skipped))
     if predicted is not None:
-        callsites = _with_savings(callsites, predicted)
+        callsites = _with_savings(callsites, predicted, config)
         if predicted.sites_left_out:
             warnings.append(
                 f"what-if: {predicted.sites_left_out} of {len(callsites)} call sites not replayed (too many syncs "
@@ -247,7 +265,7 @@ def _verdict(
     saving = callsites["predicted_saving_ns_per_step"].to_numpy(float) if len(callsites) else np.zeros(0)
     known = np.isfinite(saving)
     if not known.any():
-        return Verdict(0.0, predicted.unprofiled_step_ns, False, "")
+        return _judged(0.0, predicted.unprofiled_step_ns, "", config)
     best = int(np.nanargmax(np.where(known, saving, -np.inf)))
     largest = max(float(saving[best]), 0.0)
     row = callsites.iloc[best]
@@ -267,8 +285,25 @@ def _verdict(
     together = predicted.unprofiled_step_ns - predicted.without_syncs_step_ns
     if largest < threshold <= together and (saving[known] > 0).sum() >= 2:
         # no one site pays alone: they wait for the same work (fixing one leaves the other to wait for it)
-        return Verdict(together, predicted.unprofiled_step_ns, True, "", together=True)
-    return Verdict(largest, predicted.unprofiled_step_ns, largest >= threshold, site)
+        return _judged(together, predicted.unprofiled_step_ns, "", config, together=True)
+    return _judged(largest, predicted.unprofiled_step_ns, site, config)
+
+
+def _judged(saving_ns: float, step_ns: float, site: str, config: AnalysisConfig, together: bool = False) -> Verdict:
+    """The verdict on ``saving_ns`` by where its likely range lies against the threshold."""
+    low, high = (float(end) for end in saving_range(saving_ns, config.saving_ratio))
+    threshold = config.worth_fixing_share * step_ns
+    return Verdict(
+        saving_ns,
+        step_ns,
+        worth_fixing=low >= threshold,
+        site=site,
+        together=together,
+        low_ns=low,
+        high_ns=high,
+        measure=low < threshold <= high,
+        threshold_share=config.worth_fixing_share,
+    )
 
 
 def _cuda_span(trace: Trace, ops: pd.DataFrame) -> tuple[int, int]:
@@ -300,10 +335,11 @@ def _trace(source: str | Path | Trace, config: AnalysisConfig, say: Callable[[st
     return load(source)
 
 
-def _with_savings(callsites: pd.DataFrame, predicted: WhatIf) -> pd.DataFrame:
-    """Each call site's predicted saving per step, ranked by it (then by exposed idle)."""
-    saving = callsites["site_id"].map(predicted.saving_ns).astype(float)
-    ranked = callsites.assign(predicted_saving_ns_per_step=saving.to_numpy())
+def _with_savings(callsites: pd.DataFrame, predicted: WhatIf, config: AnalysisConfig) -> pd.DataFrame:
+    """Each call site's predicted saving per step and its likely range, ranked by it (then by exposed idle)."""
+    saving = callsites["site_id"].map(predicted.saving_ns).astype(float).to_numpy()
+    low, high = saving_range(saving, config.saving_ratio)
+    ranked = callsites.assign(**dict(zip(SAVING_COLUMNS, (saving, low, high))))
     return ranked.sort_values(
         ["predicted_saving_ns_per_step", "exposed_idle_ns", "count"], ascending=False, na_position="last"
     ).reset_index(drop=True)

@@ -115,11 +115,14 @@ def test_the_predicted_saving_is_within_the_tolerance_of_the_measured_one(real_a
 
 
 @pytest.mark.parametrize("program", [p for p in MEASURED_PROGRAMS if not measured(p)[2]])
-def test_no_site_of_a_program_whose_syncs_cost_nothing_measurable_is_predicted_above_5_percent(real_analysis, program):
+def test_no_site_of_a_program_whose_syncs_cost_nothing_measurable_is_said_to_be_worth_fixing(real_analysis, program):
+    """Uncalibrated, ResNet-50's `loss.item()` is predicted at 4 % of its step, likely 2-7 %: 'measure', not
+    'worth fixing' (issue 26: its uncalibrated verdict flipped with the host scale between 0.45 and 0.55)."""
     step_ms, *_ = measured(program)
     a = real_analysis(program)
     assert (a.callsites["predicted_saving_ns_per_step"] / 1e6 <= 0.05 * step_ms).all()
-    assert not a.verdict.worth_fixing and "nothing here is worth fixing" in a.verdict.text
+    assert not a.verdict.worth_fixing and "would save" not in a.verdict.text
+    assert a.verdict.low_ns < a.config.worth_fixing_share * a.verdict.step_ns  # the range admits "nothing"
 
 
 def test_the_healthy_twin_has_nothing_worth_fixing(real_analysis):
@@ -127,11 +130,12 @@ def test_the_healthy_twin_has_nothing_worth_fixing(real_analysis):
 
 
 @pytest.mark.parametrize("program", ["compiled_train", "timm_gradnorm"])
-def test_a_sync_that_measurably_costs_5_percent_is_said_to_be_worth_fixing(real_analysis, program):
+def test_a_sync_that_measurably_costs_5_percent_is_worth_fixing_or_to_measure(real_analysis, program):
     step_ms, saving_ms, beyond_noise = measured(program)
     assert beyond_noise and saving_ms >= 0.05 * step_ms  # the premise, from the README
     verdict = real_analysis(program).verdict
-    assert verdict.worth_fixing and verdict.site == f"{FIXED_SITE[program][0]}:{FIXED_SITE[program][1]}"
+    assert verdict.worth_fixing or verdict.measure  # never "nothing here is worth fixing"
+    assert verdict.site == f"{FIXED_SITE[program][0]}:{FIXED_SITE[program][1]}"
 
 
 def test_a_framework_s_three_syncs_under_one_user_line_are_three_rows_naming_the_library_line(real_analysis):
@@ -165,7 +169,7 @@ def test_the_html_report_shows_the_verdict_the_phases_and_the_library_lines(real
     assert all(line in dom for line in ("trainer.py:1847", "masking_utils.py:269", "operations.py:160"))
 
 
-CALIBRATED_VERDICT = {  # worth fixing, by the measured savings (README): the calibration runs of the same programs
+CALIBRATED_VERDICT = {  # whether the fix measurably pays (README), for the calibrated captures of the programs
     "resnet_train": False,
     "timm_gradnorm": True,
     "timm_gradnorm_healthy": False,
@@ -182,9 +186,11 @@ def test_with_the_calibration_run_the_verdicts_stay_right(real: Callable[[str], 
     calibration = read_calibration(FIXTURES / "real" / f"{program}.calibration.json")
     a = analyze(real(program), calibration=calibration)
     assert a.what_if is not None and a.what_if.calibrated and a.verdict is not None
-    assert a.verdict.worth_fixing == CALIBRATED_VERDICT[program]
-    if a.verdict.worth_fixing:
+    if CALIBRATED_VERDICT[program]:  # worth fixing, or "measure": never "nothing here is worth fixing"
+        assert a.verdict.worth_fixing or a.verdict.measure
         assert a.verdict.site == f"{FIXED_SITE[program][0]}:{FIXED_SITE[program][1]}"
+    else:
+        assert not a.verdict.worth_fixing
 
 
 def test_a_program_without_optimizer_steps_has_no_calibration_and_says_so(real: Callable[[str], Path]):

@@ -18,6 +18,7 @@ import sqlite_utils
 
 from nsync.errors import UsageError
 from nsync.load.db import NSYS_MARKER_TABLES, SQLITE_MAGIC
+from nsync.stages.replay import SAVING_COLUMNS
 from nsync.version import installed_version
 
 if TYPE_CHECKING:
@@ -67,6 +68,8 @@ CALLSITE_COLUMNS: dict[str, type] = {
     "host_wait_ns_per_step": float,
     "lead_before_ns_mean": float,
     "predicted_saving_ns_per_step": float,
+    "predicted_saving_ns_per_step_low": float,  # its likely range (AnalysisConfig.saving_ratio)
+    "predicted_saving_ns_per_step_high": float,
     "kinds": str,
     "apis": str,
     "hint": str,
@@ -192,7 +195,9 @@ def _sync_rows(analysis: Analysis) -> dict[str, list[Any]]:
 
 def _callsite_rows(analysis: Analysis) -> dict[str, list[Any]]:
     sites = analysis.callsites
-    saving = sites["predicted_saving_ns_per_step"] if "predicted_saving_ns_per_step" in sites else [None] * len(sites)
+
+    def saving(column: str) -> Any:
+        return sites[column] if column in sites else [None] * len(sites)
 
     def number(values: Any) -> list[Any]:
         return [None if v is None or v != v else float(v) for v in values]  # NaN -> NULL
@@ -212,7 +217,7 @@ def _callsite_rows(analysis: Analysis) -> dict[str, list[Any]]:
         "host_wait_ns": [int(v) for v in sites["host_wait_ns"]],
         "host_wait_ns_per_step": number(sites["host_wait_ns_per_step"]),
         "lead_before_ns_mean": number(sites["lead_before_ns_mean"]),
-        "predicted_saving_ns_per_step": number(saving),
+        **{column: number(saving(column)) for column in SAVING_COLUMNS},
         "kinds": [", ".join(k) for k in sites["kinds"]],
         "apis": [", ".join(a) for a in sites["apis"]],
         "hint": sites["hint"].astype(str).tolist(),

@@ -24,7 +24,7 @@ import jinja2
 from nsync.errors import NsyncError, UsageError
 from nsync.render.figures import Figure, steps_figure, timeline_figure
 from nsync.render.source import source_context, source_line
-from nsync.render.text import diff_headline, edits_said, fixed
+from nsync.render.text import diff_headline, edits_said, fixed, likely
 from nsync.report import as_any_report
 from nsync.report.analysis import Report
 from nsync.report.diff import DiffReport
@@ -66,6 +66,7 @@ def environment() -> jinja2.Environment:
         loader=jinja2.FunctionLoader(_template_source), autoescape=True, undefined=jinja2.StrictUndefined
     )
     env.filters["fixed"] = fixed  # the one number formatter, as in the other renderers
+    env.globals["likely"] = likely  # a saving's likely range, as in the other renderers
     env.filters["dedent"] = textwrap.dedent  # a rewrite is shown as code at its own indentation
     env.filters["edits_said"] = edits_said
     return env

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from nsync.errors import UsageError
 from nsync.render.terminal import ONCE_ROWS, SETTING
-from nsync.render.text import diff_headline, edits_said, fixed, printable_all
+from nsync.render.text import diff_headline, edits_said, fixed, likely, printable_all
 from nsync.report import as_any_report
 from nsync.report.analysis import CallSite, Report
 from nsync.report.diff import DiffReport
@@ -114,8 +114,10 @@ def render_markdown(source: Report | Analysis | DiffReport | Diff | RanksReport,
             exposed = site.exposed_idle_ms_per_step if steps.count else site.exposed_idle_ms
             wait = site.host_wait_ms_per_step if steps.count else site.host_wait_ms
             issued = f" {code_span(site.issued_at) if site.issued_at else ''} |" if library else ""
+            span = likely(site.predicted_saving_ms_per_step_low, site.predicted_saving_ms_per_step_high)
+            span = f" ({span})" if span else ""
             lines.append(
-                f"| {rank} | {code_span(site.where)} |{issued} {fixed(site.predicted_saving_ms_per_step)} | "
+                f"| {rank} | {code_span(site.where)} |{issued} {fixed(site.predicted_saving_ms_per_step)}{span} | "
                 f"{fixed(site.syncs_per_step, 2)} | {fixed(exposed)} | {fixed(wait)} | "
                 f"{cell(site.advice.short if site.advice else site.short_hint)} |"
             )
@@ -126,8 +128,10 @@ def render_markdown(source: Report | Analysis | DiffReport | Diff | RanksReport,
         for group in report.read_together:
             saving = group.predicted_saving_ms_per_step
             said, code = edits_said(group.edits)
+            span = likely(group.predicted_saving_ms_per_step_low, group.predicted_saving_ms_per_step_high)
             lines += ["", f"#### Read together: {code_span(group.where)}"
-                      + (f", saving {fixed(saving)} ms/step" if saving is not None else ""), ""]  # fmt: skip
+                      + (f", saving {fixed(saving)} ms/step" if saving is not None else "")
+                      + (f" (likely {span})" if span else ""), ""]  # fmt: skip
             lines += [f"{prose(group.why)}.", "", f"{said.capitalize()}", "", *fenced(code, "python"), ""]
             lines += [f"> {prose(group.caveat)}"]
     else:

@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from nsync.render.source import source_line
-from nsync.render.text import diff_headline, edits_said, fixed, printable_all
+from nsync.render.text import diff_headline, edits_said, fixed, likely, printable_all
 from nsync.report import as_any_report
 from nsync.report.analysis import CallSite, OnceSite, Phase, ReadTogether, Report, where
 from nsync.report.diff import DiffReport
@@ -125,6 +125,8 @@ def _blocks(sites: list[CallSite], code: list[str], per_step: bool, verbose: boo
         saving = site.predicted_saving_ms_per_step
         if saving is not None:
             first.append(f"  saving {fixed(saving)} ms/step")
+            span = likely(site.predicted_saving_ms_per_step_low, site.predicted_saving_ms_per_step_high)
+            first.append(f" (likely {span})" if span else "")
         exposed = site.exposed_idle_ms_per_step if per_step else site.exposed_idle_ms
         wait = site.host_wait_ms_per_step if per_step else site.host_wait_ms
         per = f" · {fixed(site.syncs_per_step, 2)} syncs/step" if per_step else ""
@@ -188,7 +190,12 @@ def _read_together(group: ReadTogether, width: int) -> list[Text]:
     saving = group.predicted_saving_ms_per_step
     head = Text()
     head.append(f"read together: {group.where}", style="bold")
-    head.append(f"  {group.function}" + (f"  saving {fixed(saving)} ms/step" if saving is not None else ""))
+    span = likely(group.predicted_saving_ms_per_step_low, group.predicted_saving_ms_per_step_high)
+    head.append(
+        f"  {group.function}"
+        + (f"  saving {fixed(saving)} ms/step" if saving is not None else "")
+        + (f" (likely {span})" if span else "")
+    )
     said, code = edits_said(group.edits)
     wrap = textwrap.TextWrapper(width, initial_indent="  ", subsequent_indent="  ", break_long_words=False)
     lines = [head, Text(wrap.fill(f"{group.why}.")), Text(f"  {said}")]
@@ -211,6 +218,10 @@ ONCE_COLUMNS: list[Column] = [
     ("host wait\nms", "wait", "right"),
     ("syncs", "count", "right"),
 ]
+
+
+def _saving_range(site: CallSite) -> tuple[float | None, float | None]:
+    return site.predicted_saving_ms_per_step_low, site.predicted_saving_ms_per_step_high
 
 
 def _once_cells(site: OnceSite) -> dict[str, str]:
@@ -248,7 +259,9 @@ def _cells(rank: int, site: CallSite, per_step: bool, code: str) -> dict[str, st
         "rank": str(rank),
         "where": site.where,
         "issued": site.issued_at,
-        "saving": fixed(site.predicted_saving_ms_per_step),
+        "saving": "\n".join(
+            filter(None, [fixed(site.predicted_saving_ms_per_step), likely(*_saving_range(site), digits=2)])
+        ),
         "exposed": fixed(site.exposed_idle_ms_per_step if per_step else site.exposed_idle_ms),
         "function": site.function,
         "per_step": fixed(site.syncs_per_step, 2),
@@ -268,9 +281,11 @@ def _table(report: Report, sites: list[CallSite], code: list[str], per_step: boo
 
 
 def _width(columns: list[Column], rows: list[dict[str, str]]) -> int:
-    """A rich table's width with edges: each column's widest cell, its padding (2) and rule (1), and the last rule."""
+    """A rich table's width with edges: each column's widest line of a cell, its padding (2) and rule (1), and the
+    last rule."""
     widths = [
-        max([len(line) for line in header.split("\n")] + [len(r[key]) for r in rows]) for header, key, _ in columns
+        max(len(line) for text in [header, *(r[key] for r in rows)] for line in text.split("\n"))
+        for header, key, _ in columns
     ]
     return sum(widths) + 3 * len(widths) + 1
 

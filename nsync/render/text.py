@@ -34,6 +34,14 @@ def fixed(value: float | None, digits: int = 3, sign: bool = False) -> str:
     return f"{value:+.{digits}f}" if sign else f"{value:.{digits}f}"
 
 
+def likely(low: float | None, high: float | None, digits: int = 3) -> str:
+    """A predicted saving's likely range ('0.220-0.748'), '' where there is none: every output shows it beside
+    the saving, so that no figure reads surer than the what-if is (AnalysisConfig.saving_ratio)."""
+    if low is None or high is None or low == high:  # (a saving of 0 has no range)
+        return ""
+    return f"{low:.{digits}f}-{high:.{digits}f}"
+
+
 def printable(text: str) -> str:
     """``text`` with every control character written as its escape."""
     return text.translate(_INERT)

@@ -20,6 +20,7 @@ import pandas as pd
 from nsync.config import AnalysisConfig
 from nsync.report.typed import read_typed
 from nsync.stages.advice import Advice, Reads
+from nsync.stages.replay import saving_range
 
 if TYPE_CHECKING:
     from nsync.analysis import Analysis
@@ -127,6 +128,9 @@ class VerdictFacts:
     site: str
     all_syncs_together: bool
     threshold_pct: float
+    largest_saving_ms_per_step_low: float | None = None  # its likely range (AnalysisConfig.saving_ratio)
+    largest_saving_ms_per_step_high: float | None = None
+    measure: bool = False  # the range straddles the threshold: neither worth fixing nor not, until measured
 
 
 @dataclass(frozen=True)
@@ -201,6 +205,8 @@ class CallSite(Site):
     short_hint: str
     hint: str
     advice: Advice | None = None  # the fix, from the code (None: the hint, from the sync's kind, is all there is)
+    predicted_saving_ms_per_step_low: float | None = None  # the saving's likely range (AnalysisConfig.saving_ratio)
+    predicted_saving_ms_per_step_high: float | None = None
 
 
 @dataclass(frozen=True)
@@ -209,6 +215,8 @@ class ReadTogether(Reads):
     and what fixing them together is predicted to save per step."""
 
     predicted_saving_ms_per_step: float | None
+    predicted_saving_ms_per_step_low: float | None = None
+    predicted_saving_ms_per_step_high: float | None = None
 
     @property
     def where(self) -> str:
@@ -240,6 +248,8 @@ class WhatIfFacts:
     replayed_steps: list[int]
     sites_left_out: int
     note: str
+    saving_ms_all_syncs_low: float | None = None  # the likely range of saving_ms_all_syncs
+    saving_ms_all_syncs_high: float | None = None
 
     @property
     def saving_ms_all_syncs(self) -> float | None:
@@ -593,10 +603,20 @@ def _read_together(analysis: Analysis) -> list[ReadTogether]:
     return [
         ReadTogether(
             **{f.name: getattr(group, f.name) for f in dataclasses.fields(Reads)},
-            predicted_saving_ms_per_step=ns_to_ms(savings[k]) if k < len(savings) else None,
+            predicted_saving_ms_per_step=ns_to_ms(saving),
+            predicted_saving_ms_per_step_low=_ms_range(saving, analysis.config)[0],
+            predicted_saving_ms_per_step_high=_ms_range(saving, analysis.config)[1],
         )
-        for k, group in enumerate(analysis.read_groups)
+        for group, saving in zip(analysis.read_groups, [*savings, *[None] * len(analysis.read_groups)])
     ]
+
+
+def _ms_range(saving_ns: float | None, config: AnalysisConfig) -> tuple[float | None, float | None]:
+    """A predicted saving's likely range in ms (AnalysisConfig.saving_ratio); (None, None) where it is unknown."""
+    if saving_ns is None or not math.isfinite(saving_ns):
+        return None, None
+    low, high = saving_range(saving_ns, config.saving_ratio)
+    return ns_to_ms(float(low)), ns_to_ms(float(high))
 
 
 def _verdict(analysis: Analysis) -> VerdictFacts | None:
@@ -607,6 +627,9 @@ def _verdict(analysis: Analysis) -> VerdictFacts | None:
         text=verdict.text,
         worth_fixing=verdict.worth_fixing,
         largest_saving_ms_per_step=ns_to_ms(verdict.largest_saving_ns),
+        largest_saving_ms_per_step_low=ns_to_ms(verdict.low_ns),
+        largest_saving_ms_per_step_high=ns_to_ms(verdict.high_ns),
+        measure=verdict.measure,
         share_pct=round(100 * verdict.share, 4),  # (text outputs print it to one decimal, as the verdict)
         site=verdict.site,
         all_syncs_together=verdict.together,
@@ -645,6 +668,7 @@ def _what_if(analysis: Analysis) -> WhatIfFacts | None:
     predicted = analysis.what_if
     if predicted is None:
         return None
+    all_syncs = predicted.unprofiled_step_ns - predicted.without_syncs_step_ns
     return WhatIfFacts(
         replayed_step_ms=ns_to_ms(predicted.replayed_step_ns),
         unprofiled_step_ms=ns_to_ms(predicted.unprofiled_step_ns),
@@ -656,6 +680,8 @@ def _what_if(analysis: Analysis) -> WhatIfFacts | None:
         replayed_steps=list(predicted.replayed_steps),
         sites_left_out=predicted.sites_left_out,
         note=predicted.note,
+        saving_ms_all_syncs_low=_ms_range(all_syncs, analysis.config)[0],
+        saving_ms_all_syncs_high=_ms_range(all_syncs, analysis.config)[1],
     )
 
 
@@ -676,6 +702,8 @@ def _callsite(row: dict[str, Any], gpu_idle_ns: int) -> CallSite:
         copy_directions=list(row["copy_directions"]),
         stack=[StackFrame(function=f.function, file=f.file, line=f.line) for f in row["stack"]],
         predicted_saving_ms_per_step=ns_to_ms(row.get("predicted_saving_ns_per_step")),
+        predicted_saving_ms_per_step_low=ns_to_ms(row.get("predicted_saving_ns_per_step_low")),
+        predicted_saving_ms_per_step_high=ns_to_ms(row.get("predicted_saving_ns_per_step_high")),
         callsite_source=row["callsite_source"],
         short_hint=row["short_hint"],
         hint=row["hint"],

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -328,6 +329,21 @@ def fit_host_scale(predict: Callable[[float], float], target_ns: float, uncalibr
         f"the GPU bounds the replay at {fastest / 1e6:.3f} ms a step, above the unprofiled "
         f"{target_ns / 1e6:.3f} ms: the host scale is at most {low:.3g}, {scale:.3g} used"
     )
+
+
+# what the what-if adds to each call site: its predicted saving per step and the saving's likely range
+SAVING_COLUMNS = (
+    "predicted_saving_ns_per_step",
+    "predicted_saving_ns_per_step_low",
+    "predicted_saving_ns_per_step_high",
+)
+
+
+def saving_range(saving: Any, ratio: tuple[float, float]) -> tuple[Any, Any]:
+    """A predicted saving's likely range (AnalysisConfig.saving_ratio): (low, high), in its unit; ``saving``
+    a number or an array of them (NaN stays NaN)."""
+    a, b = np.multiply(saving, ratio[0]), np.multiply(saving, ratio[1])
+    return np.minimum(a, b), np.maximum(a, b)
 
 
 REPLAY_AGREES = 2.0  # the replay as captured within this factor of the measured steps, or no what-if
