@@ -46,3 +46,22 @@ def test_a_part_of_a_window_capture_is_read_in_seconds_from_the_capture_s_start(
     trace = FRESH / "hf_bert_hooks.sqlite.xz"
     part = analyze(trace, AnalysisConfig(window_s=(0.5, 1.0)))
     assert 10 <= part.steps.count <= 16  # about 0.5 s of steps of 36.8 ms under nsys
+
+
+def test_rows_timed_from_a_range_started_capture_are_kept_even_where_they_overlap_the_session_span(tmp_path):
+    """A capture started by a range 12 ms into its session and 20 ms long, its rows timed from its own start
+    (10-15 ms): some lie before the session's start time, all inside the capture's own [0, 20 ms]."""
+    from tests.tracebuilder import TraceBuilder
+
+    b = TraceBuilder()
+    for i in range(5):  # (the builder's times are in µs)
+        t0 = 10_000 + i * 1000
+        b.nvtx_range(1, "step", t0, t0 + 999)
+        b.kernel(1, t0, t0 + 10, t0 + 600, name="matmul")
+        b.stream_sync(1, t0 + 100, t0 + 612)
+    b.rows["ANALYSIS_DETAILS"] = [
+        {"globalVid": 0, "duration": 20_000_000, "startTime": 12_000_000, "stopTime": 32_000_000}
+    ]
+    a = analyze(b.write(tmp_path / "late.sqlite"))
+    assert not [w for w in a.warnings if "set aside" in w]
+    assert a.phases["sync_count"].sum() == 5 and a.steps.count == 4  # every sync; every step, the first warm-up

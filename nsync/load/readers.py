@@ -14,6 +14,7 @@ from nsync.keys import dense_codes, match_rows_and_repeats, take_matched
 from nsync.load.db import ExportDb, Read, StringTable
 from nsync.load.model import StackTable
 from nsync.load.pyframes import intern_blobs
+from nsync.load.rows import CAPTURE_SLACK_NS
 
 RUNTIME = "CUPTI_ACTIVITY_KIND_RUNTIME"
 API_EVENT_CLASSES = (0, 1)  # CUDA runtime, CUDA driver
@@ -406,10 +407,15 @@ def read_span(db: ExportDb) -> tuple[int, int] | None:
     if frame.empty or frame["start"].isna().all() or frame["stop"].isna().all():
         return None
     span = int(frame["start"].min()), int(frame["stop"].max())
+    own = 0, span[1] - span[0]  # the capture's own base
     probes = _edge_starts(db)
-    if span[0] > 0 and probes and all(0 <= t < span[0] for t in probes) and max(probes) <= span[1] - span[0]:
-        return 0, span[1] - span[0]
+    if probes and not all(_within(t, span) for t in probes) and all(_within(t, own) for t in probes):
+        return own
     return span
+
+
+def _within(t: int, span: tuple[int, int]) -> bool:
+    return span[0] - CAPTURE_SLACK_NS <= t <= span[1] + CAPTURE_SLACK_NS
 
 
 def _edge_starts(db: ExportDb) -> list[int]:
