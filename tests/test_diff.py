@@ -149,7 +149,8 @@ def test_markdown_of_a_no_change_diff(h200_analysis):
     # no change, and the noise floor (2 %) since its own spread is smaller
     found = re.search(
         r"\*\*verdict: no-change; step (\d\.\d{3}) → (\d\.\d{3}) ms \(\+0\.0 %, noise 2\.0 %, gpu step time under the "
-        r"profiler\); predicted without the profiler (\d\.\d{3}) → (\d\.\d{3}) ms \(\+0\.0 %, uncalibrated\)\*\*",
+        r"profiler\); predicted without the profiler (\d\.\d{3}) → (\d\.\d{3}) ms \(\+0\.0 %, uncalibrated\); the "
+        r"profiler can hide a change of this size .*: calibrate both runs \(nsync profile\) to tell\*\*",
         text,
     )
     assert found and found.group(1) == found.group(2) and float(found.group(1)) == pytest.approx(2.83, rel=0.02)

@@ -68,3 +68,15 @@ def test_the_what_if_prices_the_hidden_item_within_30_percent():
     assert what_if is not None
     saving_ms = (what_if.unprofiled_step_ns - what_if.without_syncs_step_ns) / 1e6
     assert saving_ms == pytest.approx(6.771 - 6.280, rel=0.30)
+
+
+@pytest.mark.slow
+def test_an_uncalibrated_diff_that_sees_no_change_says_the_profiler_can_hide_one():
+    """The same pair without its calibration runs: the profiled steps alone cannot tell the +7.8 % apart."""
+    healthy, degraded = (analyze(HIDDEN / "2" / f"w_hidden_{mode}.sqlite.xz") for mode in ("healthy", "degraded"))
+    result = diff(healthy, degraded)
+    assert result.verdict == "no-change" and result.step_ms.verdict_basis == "profiled"
+    assert headline(result).endswith(
+        "the profiler can hide a change of this size (a regression of +7.8 % without "
+        "it read +1.9 % under it): calibrate both runs (nsync profile) to tell"
+    )
