@@ -62,6 +62,19 @@ def test_a_read_kept_in_a_list_is_kept_on_the_gpu_as_in_the_healthy_twin() -> No
     assert "torch.stack(losses).tolist()" in advice.caveat
 
 
+@pytest.mark.parametrize(
+    ("line", "rewritten"),
+    [
+        ("stats.append(h.abs().mean().item())", "stats.append(h.abs().mean().detach())"),
+        ("stats.append(h.detach().abs().mean().item())", "stats.append(h.detach().abs().mean())"),  # once is enough
+        ("total += h.detach().sum().item()", "total += h.detach().sum()"),
+    ],
+)
+def test_a_read_is_cut_from_autograd_once(tmp_path: Path, line: str, rewritten: str) -> None:
+    advice = _advice(tmp_path, f"import torch\ndef f(h, stats, total):\n    {line}\n", 3)
+    assert advice.rewrite == f"    {rewritten}"
+
+
 def test_a_mask_whose_result_is_only_summed_becomes_torch_where_as_in_the_healthy_twin() -> None:
     advice = _lab("w_mask.py", 15)
     assert advice.rewrite == "        kept = torch.where(y > 0, y, 0)"

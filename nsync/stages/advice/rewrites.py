@@ -73,7 +73,7 @@ def _value_read(code: _Code) -> _Edit:
             else _Edit()
         )
     read, inner = reads[0]
-    kept = f"{code.text(inner)}.detach()"
+    kept = _detached(code.text(inner), inner)
     what = code.text(read)
     if (
         isinstance(statement, ast.AugAssign)
@@ -170,14 +170,15 @@ def _print(code: _Code) -> _Edit:
         return _Edit(why=why)
     value = shown[0]
     inner = _is_read(value)
-    kept = code.text(inner if inner is not None else value)
+    kept_node = inner if inner is not None else value
+    kept = code.text(kept_node)
     name = code.fresh("printed")
     place = code.setup_place(set())
     if place is None:
         return _Edit(why=why)
     line, indent = place
     return _Edit(
-        rewrite=f"{code.indent}{name}.append({kept}.detach())",
+        rewrite=f"{code.indent}{name}.append({_detached(kept, kept_node)})",
         setup=f"{indent}{name} = []  # print them once, after the loop: print(torch.stack({name}).tolist())",
         setup_line=line,
         why=why,
@@ -513,3 +514,12 @@ def _checked(edit: _Edit) -> _Edit:
         if not _parses(text):
             return replace(edit, rewrite=None, setup="", setup_line=0)
     return edit
+
+
+def _detached(text: str, node: ast.AST) -> str:
+    """``text`` (the code of ``node``) cut from autograd: as it is where it already calls ``.detach()``."""
+    detached = any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "detach"
+        for n in ast.walk(node)
+    )
+    return text if detached else f"{text}.detach()"
