@@ -105,9 +105,10 @@ class Verdict:
             return f"fixing {self.site} would save {figure}"
         if self.measure:
             return f"fixing {self.site} may save {figure}{measure}"
+        under = f"; likely under {self.high_ns / 1e6:.2f} ms" if self.high_ns > self.largest_saving_ns else ""
         return (
-            f"syncs cost at most {self.largest_saving_ns / 1e6:.2f} ms per step ({share}; likely under "
-            f"{self.high_ns / 1e6:.2f} ms): nothing here is worth fixing for speed"
+            f"syncs cost at most {self.largest_saving_ns / 1e6:.2f} ms per step ({share}{under}): nothing here is "
+            "worth fixing for speed"
         )
 
 
