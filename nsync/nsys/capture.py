@@ -132,6 +132,7 @@ def run_capture(nsys: Nsys, command: Sequence[str], options: CaptureOptions, say
     for earlier in (options.base.with_suffix(".nsys-rep"), options.base.with_suffix(".qdstrm")):
         earlier.unlink(missing_ok=True)  # an earlier run's, which nsys overwrites: never taken for this run's
     with tempfile.TemporaryDirectory(prefix="nsync-capture-") as scratch:
+        _share_sessions(Path(scratch))
         if "env-var" in nsys.profile_flags:  # the program sees the TMPDIR it would have had
             flags = [f"--env-var=TMPDIR={os.environ.get('TMPDIR', tempfile.gettempdir())}", *flags]
         argv = [str(nsys.path), "profile", *flags, *command]
@@ -270,7 +271,6 @@ def program_env(options: CaptureOptions, scratch: Path) -> dict[str, str]:
     """The environment nsys (and the program it starts) runs in: nsys's scratch TMPDIR, and with
     ``step_marks`` the folder of nsync's ``sitecustomize`` first on PYTHONPATH, with the window's settings."""
     env = {**os.environ, "TMPDIR": str(scratch)}
-    _share_sessions(scratch)
     if options.window is not None or options.capture_range == "nvtx":
         env.update(NVTX_CAPTURE_ENV)
     if options.step_marks:
