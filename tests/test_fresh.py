@@ -65,3 +65,28 @@ def test_rows_timed_from_a_range_started_capture_are_kept_even_where_they_overla
     a = analyze(b.write(tmp_path / "late.sqlite"))
     assert not [w for w in a.warnings if "set aside" in w]
     assert a.phases["sync_count"].sum() == 5 and a.steps.count == 4  # every sync; every step, the first warm-up
+
+
+def test_the_readme_table_is_what_the_raw_timings_give():
+    """fixtures/fresh/README.md's table, recomputed from ab-timings.log (medians of the blocks, of the pairs'
+    savings, their quartiles, and 'beyond noise' when the quartiles exclude 0)."""
+    import json
+    import re
+    import statistics
+
+    rows = re.findall(r"^\| (\w+) \| 1 \| 7 \| ([\d.]+) \| ([\d.]+) \| (-?[\d.]+) \| (-?[\d.]+) to (-?[\d.]+) \|"
+                      r" (\d)/7 \| (yes|no) \|$", (FRESH / "README.md").read_text(), re.M)  # fmt: skip
+    logged = {}
+    for line in (FRESH / "ab-timings.log").read_text().splitlines():
+        if line.startswith("RESULT "):
+            result = json.loads(line.removeprefix("RESULT "))
+            logged[result["program"]] = result
+    assert [row[0] for row in rows] == list(logged)
+    for name, degraded, healthy, saving, low, high, pairs, beyond in rows:
+        d, h = logged[name]["degraded_ms"], logged[name]["healthy_ms"]
+        savings = [a - b for a, b in zip(d, h)]
+        quartiles = statistics.quantiles(savings, n=4)
+        computed = [statistics.median(d), statistics.median(h), statistics.median(savings), *quartiles[::2]]
+        assert [degraded, healthy, saving, low, high] == [f"{value:.3f}" for value in computed]
+        assert int(pairs) == sum(s > 0 for s in savings)
+        assert (beyond == "yes") == (quartiles[0] > 0 or quartiles[2] < 0)
