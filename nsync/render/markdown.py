@@ -114,7 +114,7 @@ def render_markdown(source: Report | Analysis | DiffReport | Diff | RanksReport,
             exposed = site.exposed_idle_ms_per_step if steps.count else site.exposed_idle_ms
             wait = site.host_wait_ms_per_step if steps.count else site.host_wait_ms
             issued = f" {code_span(site.issued_at) if site.issued_at else ''} |" if library else ""
-            span = likely(site.predicted_saving_ms_per_step_low, site.predicted_saving_ms_per_step_high)
+            span = likely(*site.saving_range_ms)
             span = f" ({span})" if span else ""
             lines.append(
                 f"| {rank} | {code_span(site.where)} |{issued} {fixed(site.predicted_saving_ms_per_step)}{span} | "
@@ -128,7 +128,7 @@ def render_markdown(source: Report | Analysis | DiffReport | Diff | RanksReport,
         for group in report.read_together:
             saving = group.predicted_saving_ms_per_step
             said, code = edits_said(group.edits)
-            span = likely(group.predicted_saving_ms_per_step_low, group.predicted_saving_ms_per_step_high)
+            span = likely(*group.saving_range_ms)
             lines += ["", f"#### Read together: {code_span(group.where)}"
                       + (f", saving {fixed(saving)} ms/step" if saving is not None else "")
                       + (f" (likely {span})" if span else ""), ""]  # fmt: skip

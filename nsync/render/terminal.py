@@ -125,7 +125,7 @@ def _blocks(sites: list[CallSite], code: list[str], per_step: bool, verbose: boo
         saving = site.predicted_saving_ms_per_step
         if saving is not None:
             first.append(f"  saving {fixed(saving)} ms/step")
-            span = likely(site.predicted_saving_ms_per_step_low, site.predicted_saving_ms_per_step_high)
+            span = likely(*site.saving_range_ms)
             first.append(f" (likely {span})" if span else "")
         exposed = site.exposed_idle_ms_per_step if per_step else site.exposed_idle_ms
         wait = site.host_wait_ms_per_step if per_step else site.host_wait_ms
@@ -190,7 +190,7 @@ def _read_together(group: ReadTogether, width: int) -> list[Text]:
     saving = group.predicted_saving_ms_per_step
     head = Text()
     head.append(f"read together: {group.where}", style="bold")
-    span = likely(group.predicted_saving_ms_per_step_low, group.predicted_saving_ms_per_step_high)
+    span = likely(*group.saving_range_ms)
     head.append(
         f"  {group.function}"
         + (f"  saving {fixed(saving)} ms/step" if saving is not None else "")
@@ -218,10 +218,6 @@ ONCE_COLUMNS: list[Column] = [
     ("host wait\nms", "wait", "right"),
     ("syncs", "count", "right"),
 ]
-
-
-def _saving_range(site: CallSite) -> tuple[float | None, float | None]:
-    return site.predicted_saving_ms_per_step_low, site.predicted_saving_ms_per_step_high
 
 
 def _once_cells(site: OnceSite) -> dict[str, str]:
@@ -260,7 +256,7 @@ def _cells(rank: int, site: CallSite, per_step: bool, code: str) -> dict[str, st
         "where": site.where,
         "issued": site.issued_at,
         "saving": "\n".join(
-            filter(None, [fixed(site.predicted_saving_ms_per_step), likely(*_saving_range(site), digits=2)])
+            filter(None, [fixed(site.predicted_saving_ms_per_step), likely(*site.saving_range_ms, digits=2)])
         ),
         "exposed": fixed(site.exposed_idle_ms_per_step if per_step else site.exposed_idle_ms),
         "function": site.function,

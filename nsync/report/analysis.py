@@ -208,6 +208,10 @@ class CallSite(Site):
     predicted_saving_ms_per_step_low: float | None = None  # the saving's likely range (AnalysisConfig.saving_ratio)
     predicted_saving_ms_per_step_high: float | None = None
 
+    @property
+    def saving_range_ms(self) -> tuple[float | None, float | None]:
+        return self.predicted_saving_ms_per_step_low, self.predicted_saving_ms_per_step_high
+
 
 @dataclass(frozen=True)
 class ReadTogether(Reads):
@@ -217,6 +221,10 @@ class ReadTogether(Reads):
     predicted_saving_ms_per_step: float | None
     predicted_saving_ms_per_step_low: float | None = None
     predicted_saving_ms_per_step_high: float | None = None
+
+    @property
+    def saving_range_ms(self) -> tuple[float | None, float | None]:
+        return self.predicted_saving_ms_per_step_low, self.predicted_saving_ms_per_step_high
 
     @property
     def where(self) -> str:
@@ -600,15 +608,19 @@ def build_report(analysis: Analysis) -> Report:
 
 def _read_together(analysis: Analysis) -> list[ReadTogether]:
     savings = analysis.what_if.group_saving_ns if analysis.what_if else ()
-    return [
-        ReadTogether(
-            **{f.name: getattr(group, f.name) for f in dataclasses.fields(Reads)},
-            predicted_saving_ms_per_step=ns_to_ms(saving),
-            predicted_saving_ms_per_step_low=_ms_range(saving, analysis.config)[0],
-            predicted_saving_ms_per_step_high=_ms_range(saving, analysis.config)[1],
+    together = []
+    for k, group in enumerate(analysis.read_groups):
+        saving = savings[k] if k < len(savings) else None
+        low, high = _ms_range(saving, analysis.config)
+        together.append(
+            ReadTogether(
+                **{f.name: getattr(group, f.name) for f in dataclasses.fields(Reads)},
+                predicted_saving_ms_per_step=ns_to_ms(saving),
+                predicted_saving_ms_per_step_low=low,
+                predicted_saving_ms_per_step_high=high,
+            )
         )
-        for group, saving in zip(analysis.read_groups, [*savings, *[None] * len(analysis.read_groups)])
-    ]
+    return together
 
 
 def _ms_range(saving_ns: float | None, config: AnalysisConfig) -> tuple[float | None, float | None]:
@@ -668,7 +680,7 @@ def _what_if(analysis: Analysis) -> WhatIfFacts | None:
     predicted = analysis.what_if
     if predicted is None:
         return None
-    all_syncs = predicted.unprofiled_step_ns - predicted.without_syncs_step_ns
+    low, high = _ms_range(predicted.unprofiled_step_ns - predicted.without_syncs_step_ns, analysis.config)
     return WhatIfFacts(
         replayed_step_ms=ns_to_ms(predicted.replayed_step_ns),
         unprofiled_step_ms=ns_to_ms(predicted.unprofiled_step_ns),
@@ -680,8 +692,8 @@ def _what_if(analysis: Analysis) -> WhatIfFacts | None:
         replayed_steps=list(predicted.replayed_steps),
         sites_left_out=predicted.sites_left_out,
         note=predicted.note,
-        saving_ms_all_syncs_low=_ms_range(all_syncs, analysis.config)[0],
-        saving_ms_all_syncs_high=_ms_range(all_syncs, analysis.config)[1],
+        saving_ms_all_syncs_low=low,
+        saving_ms_all_syncs_high=high,
     )
 
 
