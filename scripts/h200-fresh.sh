@@ -3,11 +3,13 @@
 # unprofiled in ab mode (healthy and degraded blocks alternating in one process, steptimer.py; $NSYNC_AB_BLOCKS
 # pairs). `capture NAME:STEPS[:MODE]...`: capture with `nsync profile` (default flags, as a user runs it),
 # sanitize (--shrink) and compress into $OUT, with the analysis's JSON and the calibration file.
+# $NSYNC_DEADLINE (epoch seconds): start no program after it, so that a device call ends within its limit.
 source "$(dirname "$0")/h200-env.sh"
 cd "$ROOT/fixtures/fresh"
 what=$1; shift
 for spec in "$@"; do
   s=$SECONDS
+  if [ -n "${NSYNC_DEADLINE:-}" ] && [ "$(date +%s)" -gt "$NSYNC_DEADLINE" ]; then echo "== $spec not started (deadline)"; continue; fi
   if [ "$what" = ab ]; then
     python3 "$spec.py" ab $((10 + 28 * ${NSYNC_AB_BLOCKS:-5})) > "/tmp/ab-$spec.log" 2>&1
     echo "== $spec ab rc=$? $((SECONDS - s)) s"; grep -E "RESULT|Error|error" "/tmp/ab-$spec.log" | tail -4

@@ -1,17 +1,25 @@
 """Make a capture shareable (docs/device-capture.md): drop the environment, rewrite capture-machine paths.
 
-Usage: python scripts/sanitize_trace.py TRACE.sqlite CAPTURE_DIR [REPLACEMENT] [--shrink]  (edits TRACE in place)
+Usage: python scripts/sanitize_trace.py TRACE.sqlite CAPTURE_DIR [REPLACEMENT] [--shrink] [--keep-until=NS]
+(edits TRACE in place)
 
 --shrink also empties the tables nsync never reads (CPU samples and their callchains, OS runtime calls,
 scheduling), so that a long capture fits in a fixture; the tables themselves stay.
+--keep-until=NS cuts the capture short: every CUDA call, GPU op and NVTX range that starts after NS (the
+trace's own clock) goes, with the backtraces only they used. Say so wherever the fixture is described.
 """
 
 import sqlite3
 import sys
 
 UNREAD_TABLES = ("COMPOSITE_EVENTS", "SAMPLING_CALLCHAINS", "OSRT_API", "OSRT_CALLCHAINS", "SCHED_EVENTS")
+TIMED_TABLES = (
+    "CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY",
+    "CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", "NVTX_EVENTS",
+)
 shrink = "--shrink" in sys.argv
-args = [a for a in sys.argv[1:] if a != "--shrink"]
+keep_until = next((int(a.split("=", 1)[1]) for a in sys.argv[1:] if a.startswith("--keep-until=")), None)
+args = [a for a in sys.argv[1:] if a != "--shrink" and not a.startswith("--keep-until=")]
 path, capture_dir = args[0], args[1].rstrip("/")
 replacement = args[2] if len(args) > 2 else "/home/user/proj"
 conn = sqlite3.connect(path)
@@ -28,6 +36,14 @@ for table in ("META_DATA_CAPTURE", "META_DATA_EXPORT"):
 for table in UNREAD_TABLES if shrink else ():
     if table in tables:  # names from this fixed list, not from the trace
         conn.execute(f"DELETE FROM {table}")
+for table in TIMED_TABLES if keep_until is not None else ():
+    if table in tables:  # names from this fixed list, not from the trace
+        conn.execute(f"DELETE FROM {table} WHERE start > ?", (keep_until,))
+if keep_until is not None and "CUDA_CALLCHAINS" in tables:
+    conn.execute(
+        "DELETE FROM CUDA_CALLCHAINS WHERE id NOT IN "
+        "(SELECT callchainId FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE callchainId IS NOT NULL)"
+    )
 conn.commit()
 conn.execute("VACUUM")
 conn.close()
