@@ -77,6 +77,7 @@ class Verdict:
     worth_fixing: bool  # the low end of the saving's range passes the threshold
     site: str  # the call site that saves most: "file.py:12", "run.py:9 (issued at trainer.py:1847)"
     together: bool = False  # no site alone is worth fixing, but all of them together are (or may be)
+    only_own: bool = False  # together: of the syncs the program's own code issues (a library issues others)
     low_ns: float = 0.0  # the saving's likely range
     high_ns: float = 0.0
     measure: bool = False  # the range straddles the threshold: a measurement must tell
@@ -98,7 +99,8 @@ class Verdict:
         if self.together:
             would = "may save" if self.measure else "would save"
             return (
-                f"fixing all the syncs of the step together {would} {figure}; no one of them alone: each waits for "
+                f"fixing all the syncs {'in your code' if self.only_own else 'of the step'} together {would} "
+                f"{figure}; no one of them alone: each waits for "
                 f"the same GPU work{measure if self.measure else ''}"
             )
         if self.worth_fixing:
@@ -193,7 +195,16 @@ def analyze(
     predicted: WhatIf | None = None
     try:
         predicted = what_if(
-            ops, syncs, steps, callsites, config.host_scale, calibrated_steps_ns, [g.released for g in groups]
+            ops,
+            syncs,
+            steps,
+            callsites,
+            config.host_scale,
+            calibrated_steps_ns,
+            [g.released for g in groups],
+            spread=config.calibration_spread,
+            scale_range=config.host_scale_range,
+            own_sites=_own_sites(callsites),
         )
     except ReplaySkipped as skipped:
         warnings.append(str(skipped))
@@ -266,7 +277,7 @@ def _verdict(
     saving = callsites["predicted_saving_ns_per_step"].to_numpy(float) if len(callsites) else np.zeros(0)
     known = np.isfinite(saving)
     if not known.any():
-        return _judged(0.0, predicted.unprofiled_step_ns, "", config)
+        return _judged(0.0, (0.0, 0.0), predicted.unprofiled_step_ns, "", config)
     best = int(np.nanargmax(np.where(known, saving, -np.inf)))
     largest = max(float(saving[best]), 0.0)
     row = callsites.iloc[best]
@@ -278,21 +289,47 @@ def _verdict(
         where = f" in {row['function']} ({Path(str(row['file'])).name})" if row["function"] != apis else ""
         note = frame_note.rstrip(".") or "capture with Python backtraces (nsync profile) to name it"
         site = f"the {apis} syncs{where}, whose Python line this trace does not name ({note})"
-    for group, group_saving in zip(groups or [], predicted.group_saving_ns):
+    span = predicted.saving_span_ns.get(int(row["site_id"]), (largest, largest))
+    for group, group_saving, group_span in zip(groups or [], predicted.group_saving_ns, predicted.group_saving_span_ns):
         if group_saving > largest:
-            largest = group_saving
+            largest, span = group_saving, group_span
             site = f"{Path(group.file).name}:{','.join(map(str, group.lines))} (their reads together)"
     threshold = config.worth_fixing_share * predicted.unprofiled_step_ns
-    together = predicted.unprofiled_step_ns - predicted.without_syncs_step_ns
-    if largest < threshold <= together and (saving[known] > 0).sum() >= 2:
-        # no one site pays alone: they wait for the same work (fixing one leaves the other to wait for it)
-        return _judged(together, predicted.unprofiled_step_ns, "", config, together=True)
-    return _judged(largest, predicted.unprofiled_step_ns, site, config)
+    together = predicted.own_saving_ns
+    own = callsites["site_id"].isin(_own_sites(callsites)).to_numpy()
+    if largest < threshold <= together and (saving[known & own] > 0).sum() >= 2:
+        # no one site pays alone: they wait for the same work (fixing one leaves the other to wait for it); only
+        # the syncs of the program's own code: those a library issues are no fix of the user's to make
+        return _judged(
+            together,
+            predicted.own_span_ns,
+            predicted.unprofiled_step_ns,
+            "",
+            config,
+            together=True,
+            only_own=not own.all(),
+        )
+    return _judged(largest, span, predicted.unprofiled_step_ns, site, config)
 
 
-def _judged(saving_ns: float, step_ns: float, site: str, config: AnalysisConfig, together: bool = False) -> Verdict:
-    """The verdict on ``saving_ns`` by where its likely range lies against the threshold."""
-    low, high = (float(end) for end in saving_range(saving_ns, config.saving_ratio))
+def _own_sites(callsites: pd.DataFrame) -> list[int]:
+    """The call sites whose syncs the program's own code issues, not a library it calls."""
+    own = (callsites["sync_file"] == callsites["file"]) & (callsites["sync_line"] == callsites["line"])
+    return [int(site) for site in callsites.loc[own, "site_id"]]
+
+
+def _judged(
+    saving_ns: float,
+    span_ns: tuple[float, float],
+    step_ns: float,
+    site: str,
+    config: AnalysisConfig,
+    together: bool = False,
+    only_own: bool = False,
+) -> Verdict:
+    """The verdict on ``saving_ns`` by where its likely range (from ``span_ns``, the least and the largest
+    it is at the host scales replayed) lies against the threshold."""
+    low, high = (float(end) for end in saving_range(max(span_ns[0], 0.0), max(span_ns[1], 0.0), config.saving_ratio))
     threshold = config.worth_fixing_share * step_ns
     return Verdict(
         saving_ns,
@@ -300,6 +337,7 @@ def _judged(saving_ns: float, step_ns: float, site: str, config: AnalysisConfig,
         worth_fixing=low >= threshold,
         site=site,
         together=together,
+        only_own=only_own,
         low_ns=low,
         high_ns=high,
         measure=low < threshold <= high,
@@ -339,7 +377,10 @@ def _trace(source: str | Path | Trace, config: AnalysisConfig, say: Callable[[st
 def _with_savings(callsites: pd.DataFrame, predicted: WhatIf, config: AnalysisConfig) -> pd.DataFrame:
     """Each call site's predicted saving per step and its likely range, ranked by it (then by exposed idle)."""
     saving = callsites["site_id"].map(predicted.saving_ns).astype(float).to_numpy()
-    low, high = saving_range(saving, config.saving_ratio)
+    span = callsites["site_id"].map(predicted.saving_span_ns)
+    least = span.map(lambda ends: ends[0], na_action="ignore").astype(float).to_numpy()
+    largest = span.map(lambda ends: ends[1], na_action="ignore").astype(float).to_numpy()
+    low, high = saving_range(least, largest, config.saving_ratio)
     ranked = callsites.assign(**dict(zip(SAVING_COLUMNS, (saving, low, high))))
     return ranked.sort_values(
         ["predicted_saving_ns_per_step", "exposed_idle_ns", "count"], ascending=False, na_position="last"

@@ -1,12 +1,12 @@
-"""A predicted saving's likely range (AnalysisConfig.saving_ratio): tuned on the unpinned lab set
-(fixtures/h200/cal), scored on measured sets it was not tuned on. The measured savings come from the fixtures'
-READMEs (unprofiled runs on the H200); fixtures/h200/README.md, "How sure is a saving?", states the scores."""
+"""A predicted saving's likely range: its span over the host scales the run may have had
+(AnalysisConfig.calibration_spread, host_scale_range), widened by AnalysisConfig.saving_ratio, tuned on the
+unpinned lab set (fixtures/h200/cal), scored on measured sets it was not tuned on. The measured savings come from
+the fixtures' READMEs (unprofiled runs on the H200); fixtures/h200/README.md, "How sure is a saving?", states the
+scores."""
 
 from __future__ import annotations
 
 import functools
-import math
-import statistics
 from pathlib import Path
 
 import pytest
@@ -14,8 +14,10 @@ import pytest
 from nsync import AnalysisConfig, analyze
 from nsync.analysis import Analysis
 from nsync.calibration import beside, read_calibration
+from nsync.stages.replay import saving_range
+from tests.test_calibration_lab import lab
 from tests.test_calibration_lab import measured as lab_measured
-from tests.test_calibration_lab import predicted_ms
+from tests.test_fresh import timings as fresh_measured
 from tests.test_real_programs import measured as real_measured
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -27,62 +29,79 @@ def calibrated(trace: Path) -> Analysis:
     return analyze(trace, calibration=read_calibration(beside(trace)))
 
 
-def all_syncs_ms(a: Analysis) -> float:
+def all_syncs(a: Analysis) -> tuple[float, float, float]:
+    """The saving of fixing every sync of the step, ms: (predicted, the likely range's low and high ends)."""
     assert a.what_if is not None
-    return (a.what_if.unprofiled_step_ns - a.what_if.without_syncs_step_ns) / 1e6
+    low, high = saving_range(*a.what_if.all_syncs_span_ns, RATIO)
+    return a.what_if.all_syncs_saving_ns / 1e6, low / 1e6, high / 1e6
 
 
-def held_out() -> dict[str, tuple[float, float]]:
-    """Case -> (measured saving ms, predicted saving ms), calibrated, where the effect is beyond noise: the
-    saving of fixing every sync of the step, the fix each program measured."""
+def held_out(calibrated_: bool = True) -> dict[str, tuple[float, tuple[float, float, float]]]:
+    """Case -> (measured saving ms, all_syncs), where the effect is beyond noise: the saving of fixing every
+    sync of the step, the fix each program measured."""
+
+    def predicted(trace: Path) -> tuple[float, float, float]:
+        return all_syncs(calibrated(trace) if calibrated_ else analyze(trace))
+
     cases = {}
     for name, (saving, beyond) in lab_measured("cal-pinned").items():
         if beyond:
-            trace = FIXTURES / f"h200/cal-pinned/{name}_degraded.sqlite.xz"
-            cases[f"cal-pinned/{name}"] = saving, all_syncs_ms(calibrated(trace))
+            cases[f"cal-pinned/{name}"] = saving, predicted(FIXTURES / f"h200/cal-pinned/{name}_degraded.sqlite.xz")
     for program in ("compiled_train", "timm_gradnorm"):
         _, saving, beyond = real_measured(program)
         assert beyond
-        cases[f"real/{program}"] = saving, all_syncs_ms(calibrated(FIXTURES / f"real/{program}.sqlite.xz"))
-    cases["reads/w_reads"] = 1.697, all_syncs_ms(calibrated(FIXTURES / "h200/reads/w_reads_degraded.sqlite.xz"))
+        cases[f"real/{program}"] = saving, predicted(FIXTURES / f"real/{program}.sqlite.xz")
+    cases["reads/w_reads"] = 1.697, predicted(FIXTURES / "h200/reads/w_reads_degraded.sqlite.xz")
     for pair in ("1", "2"):  # the hidden .item(): 6.280 -> 6.771 ms, five separate runs a mode
-        trace = FIXTURES / f"h200/hidden/{pair}/w_hidden_degraded.sqlite.xz"
-        cases[f"hidden/{pair}"] = 6.771 - 6.280, all_syncs_ms(calibrated(trace))
+        cases[f"hidden/{pair}"] = 6.771 - 6.280, predicted(FIXTURES / f"h200/hidden/{pair}/w_hidden_degraded.sqlite.xz")
+    for name, (_, saving, beyond) in fresh_measured().items():
+        if beyond:
+            cases[f"fresh/{name}"] = saving, predicted(FIXTURES / f"fresh/{name}.sqlite.xz")
     return cases
 
 
-def inside(measured_ms: float, predicted: float) -> bool:
-    return predicted * RATIO[0] <= measured_ms <= predicted * RATIO[1]
+def inside(measured_ms: float, predicted: tuple[float, float, float]) -> bool:
+    return predicted[1] <= measured_ms <= predicted[2]
 
 
 @pytest.mark.slow
-def test_the_range_holds_the_90_percent_spread_of_the_set_it_was_tuned_on():
-    """measured / predicted over the six lab effects beyond noise, calibrated and not: a log-normal 90 % range."""
-    logs = [
-        math.log(saving / predicted_ms(name, calibrated_))
+def test_the_ratio_holds_the_set_it_was_tuned_on_with_a_tenth_to_spare():
+    """measured over the least and over the largest saving of the span, over the six lab effects beyond noise,
+    calibrated and not: 0.89 to 1.41, which saving_ratio widens by a tenth."""
+    spans = [
+        (saving, lab(f"{name}_degraded", calibrated_).what_if.all_syncs_span_ns)
         for name, (saving, beyond) in lab_measured("cal").items()
         if beyond
         for calibrated_ in (True, False)
     ]
-    mean, spread = statistics.mean(logs), statistics.stdev(logs)
-    low, high = math.exp(mean - 1.645 * spread), math.exp(mean + 1.645 * spread)
-    assert (round(low, 2), round(high, 2)) == (0.53, 1.67)
-    assert RATIO[0] <= low and high <= RATIO[1]
+    lowest = min(saving / (least / 1e6) for saving, (least, _) in spans)
+    highest = max(saving / (largest / 1e6) for saving, (_, largest) in spans)
+    assert (round(lowest, 2), round(highest, 2)) == (0.89, 1.41)
+    assert RATIO[0] <= lowest / 1.1 and highest * 1.1 <= RATIO[1]
+
+
+MISSED = ["fresh/timm_perclass", "hidden/1", "hidden/2"]  # the replay keeps the host work these fixes remove
 
 
 @pytest.mark.slow
-def test_on_the_sets_it_was_not_tuned_on_the_range_holds_the_measured_saving_8_times_in_11():
-    """Held out: the pinned lab set (6 of 6), the real programs (timm_gradnorm; compiled_train's 0.81 ms lies
-    just under 0.83, half its prediction), the grouped reads (1 of 1), the hidden `.item()` (0 of 2: the replay
-    keeps the host's own work, which that fix removes)."""
+def test_on_the_sets_it_was_not_tuned_on_the_range_holds_the_measured_saving_12_times_in_15_calibrated():
+    """Held out: the pinned lab set (6 of 6), the real programs (2 of 2), the grouped reads (1 of 1), the hidden
+    `.item()` (0 of 2), the fresh programs whose fix paid (3 of 4: timm_perclass's loop of reads)."""
     cases = held_out()
     missed = sorted(case for case, (saving, predicted) in cases.items() if not inside(saving, predicted))
-    assert missed == ["hidden/1", "hidden/2", "real/compiled_train"]
-    assert len(cases) == 11
+    assert missed == MISSED
+    assert len(cases) == 15
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="8 of 11 held out (73 %): the hidden .item() twice, compiled_train once")
+def test_uncalibrated_the_range_holds_the_measured_saving_14_times_in_15():
+    cases = held_out(calibrated_=False)
+    missed = sorted(case for case, (saving, predicted) in cases.items() if not inside(saving, predicted))
+    assert missed == ["fresh/timm_perclass"]
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason="12 of 15 held out (80 %): the hidden .item() twice, timm_perclass once")
 def test_the_range_holds_the_measured_saving_nine_times_in_ten_held_out():
     cases = held_out()
     assert sum(inside(*pair) for pair in cases.values()) >= 0.9 * len(cases)
@@ -91,13 +110,7 @@ def test_the_range_holds_the_measured_saving_nine_times_in_ten_held_out():
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "trace",
-    [
-        "fresh/hf_bert_hooks",
-        "fresh/timm_convnext",
-        "real/resnet_train",
-        "real/hf_trainer",
-        "real/timm_gradnorm_healthy",
-    ],
+    ["real/resnet_train", "real/hf_trainer", "real/timm_gradnorm_healthy"],  # fixtures/fresh: tests/test_fresh.py
 )
 def test_where_the_fix_measured_nothing_the_verdict_is_never_worth_fixing(trace: str):
     assert not calibrated(FIXTURES / f"{trace}.sqlite.xz").verdict.worth_fixing

@@ -608,10 +608,11 @@ def build_report(analysis: Analysis) -> Report:
 
 def _read_together(analysis: Analysis) -> list[ReadTogether]:
     savings = analysis.what_if.group_saving_ns if analysis.what_if else ()
+    spans = analysis.what_if.group_saving_span_ns if analysis.what_if else ()
     together = []
     for k, group in enumerate(analysis.read_groups):
         saving = savings[k] if k < len(savings) else None
-        low, high = _ms_range(saving, analysis.config)
+        low, high = _ms_range(spans[k] if k < len(spans) else None, analysis.config)
         together.append(
             ReadTogether(
                 **{f.name: getattr(group, f.name) for f in dataclasses.fields(Reads)},
@@ -623,11 +624,12 @@ def _read_together(analysis: Analysis) -> list[ReadTogether]:
     return together
 
 
-def _ms_range(saving_ns: float | None, config: AnalysisConfig) -> tuple[float | None, float | None]:
-    """A predicted saving's likely range in ms (AnalysisConfig.saving_ratio); (None, None) where it is unknown."""
-    if saving_ns is None or not math.isfinite(saving_ns):
+def _ms_range(span_ns: tuple[float, float] | None, config: AnalysisConfig) -> tuple[float | None, float | None]:
+    """A predicted saving's likely range in ms, from its span over the host scales replayed
+    (AnalysisConfig.saving_ratio); (None, None) where it is unknown."""
+    if span_ns is None or not all(math.isfinite(end) for end in span_ns):
         return None, None
-    low, high = saving_range(saving_ns, config.saving_ratio)
+    low, high = saving_range(*span_ns, config.saving_ratio)
     return ns_to_ms(float(low)), ns_to_ms(float(high))
 
 
@@ -680,7 +682,7 @@ def _what_if(analysis: Analysis) -> WhatIfFacts | None:
     predicted = analysis.what_if
     if predicted is None:
         return None
-    low, high = _ms_range(predicted.unprofiled_step_ns - predicted.without_syncs_step_ns, analysis.config)
+    low, high = _ms_range(predicted.all_syncs_span_ns, analysis.config)
     return WhatIfFacts(
         replayed_step_ms=ns_to_ms(predicted.replayed_step_ns),
         unprofiled_step_ms=ns_to_ms(predicted.unprofiled_step_ns),

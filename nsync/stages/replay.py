@@ -20,7 +20,7 @@ running sum of durations. Syncs are taken in time order (a loop over syncs, neve
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -259,6 +259,17 @@ class WhatIf:
     calibrated_steps_ns: np.ndarray | None = None  # the program's own unprofiled steps (calibration run), if known
     calibration_note: str = ""  # how the calibration was applied
     group_saving_ns: tuple[float, ...] = ()  # per group of call sites released together (what_if's ``groups``)
+    # each saving's least and largest value over the host scales the run may have had (``scales``)
+    saving_span_ns: dict[int, tuple[float, float]] = field(default_factory=dict)
+    group_saving_span_ns: tuple[tuple[float, float], ...] = ()
+    all_syncs_span_ns: tuple[float, float] = (0.0, 0.0)
+    own_saving_ns: float = 0.0  # every sync issued in the program's own code released together (``own_sites``)
+    own_span_ns: tuple[float, float] = (0.0, 0.0)
+    scales: tuple[float, ...] = ()  # the host scales replayed: host_scale first, then the others it may be
+
+    @property
+    def all_syncs_saving_ns(self) -> float:
+        return self.unprofiled_step_ns - self.without_syncs_step_ns
 
     @property
     def calibrated(self) -> bool:
@@ -339,11 +350,28 @@ SAVING_COLUMNS = (
 )
 
 
-def saving_range(saving: Any, ratio: tuple[float, float]) -> tuple[Any, Any]:
-    """A predicted saving's likely range (AnalysisConfig.saving_ratio): (low, high), in its unit; ``saving``
-    a number or an array of them (NaN stays NaN)."""
-    a, b = np.multiply(saving, ratio[0]), np.multiply(saving, ratio[1])
-    return np.minimum(a, b), np.maximum(a, b)
+def saving_range(least: Any, largest: Any, ratio: tuple[float, float]) -> tuple[Any, Any]:
+    """A predicted saving's likely range: from ``ratio[0]`` times the least it is at any host scale the run
+    may have had to ``ratio[1]`` times the largest (AnalysisConfig.saving_ratio), in their unit; numbers or
+    arrays of them (NaN stays NaN)."""
+    ends = [np.multiply(value, r) for value in (least, largest) for r in ratio]
+    return np.minimum.reduce(ends), np.maximum.reduce(ends)
+
+
+def other_scales(
+    predict: Callable[[float], float],
+    host_scale: float,
+    target_ns: float | None,
+    spread: float,
+    scale_range: tuple[float, ...],
+) -> tuple[float, ...]:
+    """The other host scales the run may have had: fitted to another run's unprofiled step, ``spread`` times
+    faster or slower than the calibration run's (``target_ns``), or, uncalibrated, the ends of the range
+    of scales fitted on real and lab programs."""
+    if target_ns is None:
+        return tuple(s for s in scale_range if s != host_scale)
+    fitted = (fit_host_scale(predict, target_ns * factor, host_scale)[0] for factor in (1 / spread, spread))
+    return tuple(s for s in dict.fromkeys(fitted) if s != host_scale)
 
 
 REPLAY_AGREES = 2.0  # the replay as captured within this factor of the measured steps, or no what-if
@@ -361,20 +389,27 @@ def what_if(
     host_scale: float,
     calibrated_steps_ns: np.ndarray | None = None,
     groups: list[list[int]] | None = None,
+    spread: float = 1.0,
+    scale_range: tuple[float, ...] = (),
+    own_sites: list[int] | None = None,
 ) -> WhatIf:
     """Replay each call site of ``callsites`` (its syncs released), each of ``groups`` (lists of site ids
     released together), and all at once; ReplaySkipped says why not. ``syncs``: every detected sync, with
     ``site_id``. ``calibrated_steps_ns``: the program's unprofiled steps, whose median the host scale is then
-    fitted to (``host_scale`` otherwise)."""
+    fitted to (``host_scale`` otherwise). Every saving is also replayed at the other host scales the run may
+    have had (other_scales: ``spread``, ``scale_range``), which give its span. ``own_sites``: the sites whose
+    syncs the program's own code issues, released together too (all sites if None)."""
     groups = groups or []
     if steps.count < 2:
         raise ReplaySkipped("what-if replay needs steps")
     sync_start = syncs["start"].to_numpy(np.int64)
-    fits = FIT_REPLAYS if calibrated_steps_ns is not None else 0
-    first, stop = replay_span(steps, sync_start, len(callsites) + len(groups) + 3 + fits)
+    calibrated = calibrated_steps_ns is not None
+    fits = FIT_REPLAYS * (3 if calibrated and spread != 1 else 1) if calibrated else 0
+    scale_count = 1 + (2 if calibrated and spread != 1 else 0 if calibrated else len(scale_range))
+    first, stop = replay_span(steps, sync_start, (len(callsites) + len(groups) + 3) * scale_count + 1 + fits)
     replayed = steps.analysed.iloc[first:stop]
     window = sync_start[(sync_start >= replayed["start"].iloc[0]) & (sync_start < replayed["end"].iloc[-1])]
-    sites_fit = REPLAY_BUDGET // max(len(window), 1) - 3 - fits - len(groups)
+    sites_fit = (REPLAY_BUDGET // max(len(window), 1) - 1 - fits) // scale_count - 3 - len(groups)
     if sites_fit < 1:
         raise ReplaySkipped(
             f"what-if replay skipped: {len(window)} syncs in {stop - first} steps are too many to replay "
@@ -397,23 +432,36 @@ def what_if(
             f"its steps measure {measured / 1e6:.3f} ms: its GPU rows and its steps disagree (a damaged export?)"
         )
     note = ""
-    if calibrated_steps_ns is not None:
-        target_ns = _median(calibrated_steps_ns)
+    target_ns = None if calibrated_steps_ns is None else _median(calibrated_steps_ns)
+    if target_ns is not None:
         host_scale, note = fit_host_scale(lambda scale: predict(none, scale), target_ns, host_scale)
-    base = predict(none, host_scale)
-    replayed_sites = callsites.sort_values("exposed_idle_ns", ascending=False).head(sites_fit)["site_id"]
-    savings = {int(site): base - predict(model.sync_site == site, host_scale) for site in replayed_sites}
-    together = tuple(base - predict(np.isin(model.sync_site, group), host_scale) for group in groups)
+    scales = (host_scale, *other_scales(lambda s: predict(none, s), host_scale, target_ns, spread, scale_range))
+    replayed_sites = [
+        int(site) for site in callsites.sort_values("exposed_idle_ns", ascending=False).head(sites_fit)["site_id"]
+    ]
+    released = [model.sync_site == site for site in replayed_sites] + [np.isin(model.sync_site, g) for g in groups]
+    own = ~none if own_sites is None else np.isin(model.sync_site, own_sites)
+    steps_at = np.array([[predict(r, scale) for r in [none, ~none, *released, own]] for scale in scales])
+    saved = steps_at[:, :1] - steps_at[:, 1:]  # per scale: all syncs, each site, each group, the own syncs
+    least, largest = saved.min(axis=0), saved.max(axis=0)
+    spans = list(zip(least.tolist(), largest.tolist()))
+    sites = len(replayed_sites)
     return WhatIf(
         replayed_step_ns=as_captured,
-        unprofiled_step_ns=base,
-        without_syncs_step_ns=predict(~none, host_scale),
-        saving_ns=savings,
+        unprofiled_step_ns=float(steps_at[0, 0]),
+        without_syncs_step_ns=float(steps_at[0, 1]),
+        saving_ns=dict(zip(replayed_sites, saved[0, 1 : 1 + sites].tolist())),
         latency_ns=model.latency_ns,
         host_scale=host_scale,
         replayed_steps=(first, stop),
-        sites_left_out=len(callsites) - len(savings),
+        sites_left_out=len(callsites) - sites,
         calibrated_steps_ns=calibrated_steps_ns,
         calibration_note=note,
-        group_saving_ns=together,
+        group_saving_ns=tuple(saved[0, 1 + sites : -1].tolist()),
+        saving_span_ns=dict(zip(replayed_sites, spans[1 : 1 + sites])),
+        group_saving_span_ns=tuple(spans[1 + sites : -1]),
+        all_syncs_span_ns=spans[0],
+        own_saving_ns=float(saved[0, -1]),
+        own_span_ns=spans[-1],
+        scales=scales,
     )
