@@ -20,7 +20,7 @@ from nsync.settings import setting
 from nsync.source import search_folders
 from nsync.stages.advice import ReadGroup, advise_callsites, read_groups
 from nsync.stages.attribute import attribute_syncs, device_busy, lead_curves
-from nsync.stages.callsites import assign_stacks, label_callsites, rank_callsites
+from nsync.stages.callsites import assign_stacks, label_callsites, library_package, rank_callsites
 from nsync.stages.detect import detect_syncs, is_relevant_api
 from nsync.stages.excerpt import TimelineExcerpt, timeline_excerpt
 from nsync.stages.phases import PHASE_COLUMNS, PHASE_SITE_COLUMNS, phase_intervals, phase_table
@@ -78,6 +78,7 @@ class Verdict:
     site: str  # the call site that saves most: "file.py:12", "run.py:9 (issued at trainer.py:1847)"
     together: bool = False  # no site alone is worth fixing, but all of them together are (or may be)
     only_own: bool = False  # together: of the syncs the program's own code issues (a library issues others)
+    beyond_reach: str = ""  # what the costliest sync no setting removes costs (a library's), said beside it
     low_ns: float = 0.0  # the saving's likely range
     high_ns: float = 0.0
     measure: bool = False  # the range straddles the threshold: a measurement must tell
@@ -96,21 +97,23 @@ class Verdict:
             f", near the {100 * self.threshold_share:g} % worth fixing: measure it (apply the fix, profile again, "
             "nsync diff the two captures)"
         )
+        beside = f"; {self.beyond_reach}" if self.beyond_reach else ""
         if self.together:
             would = "may save" if self.measure else "would save"
             return (
                 f"fixing all the syncs {'in your code' if self.only_own else 'of the step'} together {would} "
                 f"{figure}; no one of them alone: each waits for "
-                f"the same GPU work{measure if self.measure else ''}"
+                f"the same GPU work{measure if self.measure else ''}{beside}"
             )
         if self.worth_fixing:
-            return f"fixing {self.site} would save {figure}"
+            return f"fixing {self.site} would save {figure}{beside}"
         if self.measure:
-            return f"fixing {self.site} may save {figure}{measure}"
+            return f"fixing {self.site} may save {figure}{measure}{beside}"
         under = f"; likely under {self.high_ns / 1e6:.2f} ms" if self.high_ns > self.largest_saving_ns else ""
+        which = "the syncs a fix can remove" if self.beyond_reach else "syncs"
         return (
-            f"syncs cost at most {self.largest_saving_ns / 1e6:.2f} ms per step ({share}{under}): nothing here is "
-            "worth fixing for speed"
+            f"{which} cost at most {self.largest_saving_ns / 1e6:.2f} ms per step ({share}{under}): nothing here "
+            f"is worth fixing for speed{beside}"
         )
 
 
@@ -276,10 +279,13 @@ def _verdict(
         return None
     saving = callsites["predicted_saving_ns_per_step"].to_numpy(float) if len(callsites) else np.zeros(0)
     known = np.isfinite(saving)
+    out_of_reach, beyond_reach = _beyond_reach(callsites, saving, known)
+    known &= ~_no_setting(callsites)
     if not known.any():
-        return _judged(0.0, (0.0, 0.0), predicted.unprofiled_step_ns, "", config)
+        return _judged(0.0, (0.0, 0.0), predicted.unprofiled_step_ns, "", config, beyond_reach=beyond_reach)
     best = int(np.nanargmax(np.where(known, saving, -np.inf)))
     largest = max(float(saving[best]), 0.0)
+    beyond_reach = beyond_reach if out_of_reach > largest else ""
     row = callsites.iloc[best]
     site = f"{Path(str(row['file'])).name}:{int(row['line'])}"
     if (row["sync_file"], row["sync_line"]) != (row["file"], row["line"]):  # a library issues it
@@ -309,7 +315,30 @@ def _verdict(
             together=True,
             only_own=not own.all(),
         )
-    return _judged(largest, span, predicted.unprofiled_step_ns, site, config)
+    return _judged(largest, span, predicted.unprofiled_step_ns, site, config, beyond_reach=beyond_reach)
+
+
+def _no_setting(callsites: pd.DataFrame) -> np.ndarray:
+    """The sites a known library issues and no setting of it removes (a data-dependent shape in a detection
+    model, generate()'s finished check): no fix of the user's, so no verdict names them."""
+    if "advice" not in callsites:
+        return np.zeros(len(callsites), bool)
+    return np.array([a is not None and a.basis == "library" and not a.setup for a in callsites["advice"]], bool)
+
+
+def _beyond_reach(callsites: pd.DataFrame, saving: np.ndarray, known: np.ndarray) -> tuple[float, str]:
+    """The saving of the costliest site no setting removes, and how the verdict says it: "torchvision's own
+    syncs (boxes.py:48) cost 3.21 ms per step, which no setting removes"; (0, '') where there is none."""
+    candidates = known & _no_setting(callsites)
+    if not candidates.any():
+        return 0.0, ""
+    k = int(np.nanargmax(np.where(candidates, saving, -np.inf)))
+    row = callsites.iloc[k]
+    package = library_package(str(row["sync_file"])) or "a library"
+    owner = f"{package}'" if package.endswith("s") else f"{package}'s"
+    cost = max(float(saving[k]), 0.0)
+    where = f"{Path(str(row['sync_file'])).name}:{int(row['sync_line'])}"
+    return cost, f"{owner} own syncs ({where}) cost {cost / 1e6:.2f} ms per step, which no setting removes"
 
 
 def _own_sites(callsites: pd.DataFrame) -> list[int]:
@@ -326,6 +355,7 @@ def _judged(
     config: AnalysisConfig,
     together: bool = False,
     only_own: bool = False,
+    beyond_reach: str = "",
 ) -> Verdict:
     """The verdict on ``saving_ns`` by where its likely range (from ``span_ns``, the least and the largest
     it is at the host scales replayed) lies against the threshold."""
@@ -338,6 +368,7 @@ def _judged(
         site=site,
         together=together,
         only_own=only_own,
+        beyond_reach=beyond_reach,
         low_ns=low,
         high_ns=high,
         measure=low < threshold <= high,

@@ -42,6 +42,16 @@ _LIBRARY_FIXES: list[tuple[str, re.Pattern[str], str, str, str, str]] = [
         "per call to spread it",
     ),
     (
+        "torchvision",
+        re.compile(r"(ops/boxes|ops/poolers|models/detection/\w+)\.py:"),
+        "data-dependent shape",
+        "the detection model keeps a number of boxes, proposals or matches known only on the GPU (non-maximum "
+        "suppression, small-box removal, sampling), so the host reads it to size what follows",
+        "",
+        "no setting of torchvision removes these: they are how the model works, priced here so that the rest "
+        "is weighed against them",
+    ),
+    (
         "accelerate",
         re.compile(r"operations\.py:send_to_device$"),
         "copy from pageable memory",
