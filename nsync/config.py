@@ -29,8 +29,9 @@ class AnalysisConfig:
       it on the sets it was not tuned on). The verdict is "worth fixing" when the low end passes ``worth_fixing_share``,
       "nothing worth fixing" when the high end does not, and "measure" between.
     - ``calibration_spread``: another run of a calibrated program may take up to this factor more or less time
-      a step than its calibration run (on the H200, runs of one program an hour apart differed by 0.81-1.19
-      times, fixtures/fresh/README.md); the saving is also replayed at the host scales fitted to those.
+      a step than its calibration run (on the H200, a calibration run's step over the same session's timing
+      run was 0.81-1.19, and five separate runs of a program spread 0.86-1.16 times their median:
+      fixtures/fresh/README.md); the saving is also replayed at the host scales fitted to those.
     - ``host_scale_range``: uncalibrated, the saving is also replayed at these host scales: the range fitted
       on calibrated lab and real programs (fixtures/h200/README.md, 0.38-0.86).
     - ``window_s``: analyse only what starts in [start, end) seconds from the capture's start (end

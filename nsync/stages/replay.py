@@ -404,8 +404,9 @@ def what_if(
         raise ReplaySkipped("what-if replay needs steps")
     sync_start = syncs["start"].to_numpy(np.int64)
     calibrated = calibrated_steps_ns is not None
-    fits = FIT_REPLAYS * (3 if calibrated and spread != 1 else 1) if calibrated else 0
-    scale_count = 1 + (2 if calibrated and spread != 1 else 0 if calibrated else len(scale_range))
+    alternatives = (2 if spread != 1 else 0) if calibrated else len(scale_range)  # host scales beside the fitted
+    fits = FIT_REPLAYS * (1 + alternatives) if calibrated else 0
+    scale_count = 1 + alternatives
     first, stop = replay_span(steps, sync_start, (len(callsites) + len(groups) + 3) * scale_count + 1 + fits)
     replayed = steps.analysed.iloc[first:stop]
     window = sync_start[(sync_start >= replayed["start"].iloc[0]) & (sync_start < replayed["end"].iloc[-1])]
