@@ -20,7 +20,13 @@ from nsync.settings import setting
 from nsync.source import search_folders
 from nsync.stages.advice import ReadGroup, advise_callsites, read_groups
 from nsync.stages.attribute import attribute_syncs, device_busy, lead_curves
-from nsync.stages.callsites import assign_stacks, label_callsites, library_package, rank_callsites
+from nsync.stages.callsites import (
+    assign_stacks,
+    issued_by_own_code,
+    label_callsites,
+    library_package,
+    rank_callsites,
+)
 from nsync.stages.detect import detect_syncs, is_relevant_api
 from nsync.stages.excerpt import TimelineExcerpt, timeline_excerpt
 from nsync.stages.phases import PHASE_COLUMNS, PHASE_SITE_COLUMNS, phase_intervals, phase_table
@@ -343,8 +349,7 @@ def _beyond_reach(callsites: pd.DataFrame, saving: np.ndarray, known: np.ndarray
 
 def _own_sites(callsites: pd.DataFrame) -> list[int]:
     """The call sites whose syncs the program's own code issues, not a library it calls."""
-    own = (callsites["sync_file"] == callsites["file"]) & (callsites["sync_line"] == callsites["line"])
-    return [int(site) for site in callsites.loc[own, "site_id"]]
+    return [int(site) for site in callsites.loc[issued_by_own_code(callsites), "site_id"]]
 
 
 def _judged(

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from nsync.analysis import Analysis
+from nsync.stages.callsites import issued_by_own_code
 
 SCHEMA = "nsync.diff/1"
 NOISE_FLOOR_PCT = 2.0  # step-time changes below this never count, however quiet the runs
@@ -219,7 +220,7 @@ def _sites(analysis: Analysis) -> pd.DataFrame:
     if sites.empty:
         return pd.DataFrame({"name": [], "line": [], "function": [], "issued": [], "file": [], "per_step_ns": []})
     per = analysis.steps.count or np.nan
-    own = (sites["sync_file"] == sites["file"]) & (sites["sync_line"] == sites["line"])
+    own = issued_by_own_code(sites)
     issued = [f"{Path(str(f)).name}:{ln}" for f, ln in zip(sites["sync_file"], sites["sync_line"])]
     return pd.DataFrame(
         {

@@ -134,6 +134,11 @@ def library_package(path: str) -> str:
     return found.group(1) if found else ""
 
 
+def issued_by_own_code(callsites: pd.DataFrame) -> pd.Series:
+    """Per call site: whether the program's own line issues its syncs (not a library it calls)."""
+    return (callsites["sync_file"] == callsites["file"]) & (callsites["sync_line"] == callsites["line"])
+
+
 def sync_frame(stack: Stack, source: str) -> Frame:
     """The frame where the sync is issued: innermost outside PyTorch and the standard library (a native
     backtrace has no Python frames: its call site frame)."""
