@@ -333,18 +333,17 @@ def _no_setting(callsites: pd.DataFrame) -> np.ndarray:
 
 
 def _beyond_reach(callsites: pd.DataFrame, saving: np.ndarray, known: np.ndarray) -> tuple[float, str]:
-    """The saving of the costliest site no setting removes, and how the verdict says it: "torchvision's own
-    syncs (boxes.py:48) cost 3.21 ms per step, which no setting removes"; (0, '') where there is none."""
+    """The saving of the costliest site no setting removes, and how the verdict says it: "the syncs inside
+    torchvision (boxes.py:48) cost 3.21 ms per step, which no setting removes"; (0, '') where there is none."""
     candidates = known & _no_setting(callsites)
     if not candidates.any():
         return 0.0, ""
     k = int(np.nanargmax(np.where(candidates, saving, -np.inf)))
     row = callsites.iloc[k]
     package = library_package(str(row["sync_file"])) or "a library"
-    owner = f"{package}'" if package.endswith("s") else f"{package}'s"
     cost = max(float(saving[k]), 0.0)
     where = f"{Path(str(row['sync_file'])).name}:{int(row['sync_line'])}"
-    return cost, f"{owner} own syncs ({where}) cost {cost / 1e6:.2f} ms per step, which no setting removes"
+    return cost, f"the syncs inside {package} ({where}) cost {cost / 1e6:.2f} ms per step, which no setting removes"
 
 
 def _own_sites(callsites: pd.DataFrame) -> list[int]:

@@ -144,7 +144,7 @@ def test_syncs_a_library_issues_and_no_setting_removes_are_priced_beside_the_ver
     assert verdict is not None and not verdict.together and not verdict.worth_fixing and not verdict.measure
     assert verdict.text.startswith("the syncs a fix can remove cost at most")
     assert verdict.text.endswith(
-        "torchvision's own syncs (boxes.py:48) cost 3.21 ms per step, which no setting removes"
+        "the syncs inside torchvision (boxes.py:48) cost 3.21 ms per step, which no setting removes"
     )
 
 
@@ -169,3 +169,11 @@ def test_five_separate_runs_of_a_program_spread_as_the_readme_says():
     ratios = [value / statistics.median(values) for values in steps.values() for value in values]
     assert (round(min(ratios), 2), round(max(ratios), 2)) == (0.86, 1.16)
     assert "0.86-1.16 times each one's median" in (FRESH / "README.md").read_text().replace("\n", " ")
+
+
+def test_a_decode_step_is_said_to_be_one_new_token():
+    from nsync.report import build_report
+
+    report = build_report(analyze(FRESH / "hf_generate.sqlite.xz"))
+    assert report.steps.each == "one new token of generate()"
+    assert build_report(fresh("timm_convnext")).steps.each == ""  # optimizer steps: a training step

@@ -93,7 +93,8 @@ def render_markdown(source: Report | Analysis | DiffReport | Diff | RanksReport,
     version = report.trace.nsys_version
     facts = [cell(", ".join(report.trace.gpus) or "no GPU"), f"nsys {cell(version)}" if version else "nsys ?"]
     if steps.count:
-        facts.append(f"{steps.count} steps, median {fixed(steps.median_ms)} ms")
+        each = f" ({steps.each})" if steps.each else ""
+        facts.append(f"{steps.count} steps{each}, median {fixed(steps.median_ms)} ms")
         facts.append(
             f"GPU idle {fixed(report.gpu_idle_ms_per_step)} ms/step, "
             f"{fixed(report.exposed_idle_ms_per_step)} ms/step exposed after syncs"

@@ -58,7 +58,8 @@ def summary(
         pass  # nothing was analysed: the note below says why
     elif steps.count:
         facts.append(
-            f"{steps.count} steps ({steps.source}, {steps.warmup_skipped} warm-up skipped), "
+            f"{steps.count} steps ({steps.each + '; ' if steps.each else ''}{steps.source}, "
+            f"{steps.warmup_skipped} warm-up skipped), "
             f"median {fixed(steps.median_ms)} ms (on the GPU {fixed(steps.gpu_median_ms)} ms)"
         )
     else:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -75,6 +76,7 @@ class StepFacts:
     total: int  # every step found
     warmup_skipped: int
     set_aside: int  # steps 3x the median or more, left out
+    each: str = ""  # what one step is, where known: "one new token of generate()" (else a loop's iteration)
 
 
 @dataclass(frozen=True)
@@ -563,6 +565,7 @@ def build_report(analysis: Analysis) -> Report:
             total=len(steps.table),
             warmup_skipped=steps.warmup,
             set_aside=steps.set_aside,
+            each=_one_step(analysis),
         ),
         window=Window(start_ns=analysis.window_ns[0], end_ns=analysis.window_ns[1]),
         totals=Totals(
@@ -604,6 +607,21 @@ def build_report(analysis: Analysis) -> Report:
         timeline=timeline_of(analysis),
         read_together=_read_together(analysis),
     )
+
+
+# transformers' generate() reads whether every sequence has finished once per new token
+_GENERATE_FILE = re.compile(r"transformers/generation/(?:utils|stopping_criteria)\.py$")
+
+
+def _one_step(analysis: Analysis) -> str:
+    """What one step is where the trace tells: a step found by its kernel sequence that holds generate()'s
+    finished-sequences read once is one decode step, one new token."""
+    sites = analysis.callsites
+    if not analysis.steps.source.startswith("kernel:") or sites.empty:
+        return ""
+    generate = sites["sync_file"].astype(str).str.contains(_GENERATE_FILE)
+    per_step = sites.loc[generate, "syncs_per_step"]
+    return "one new token of generate()" if ((per_step > 0.9) & (per_step < 1.1)).any() else ""
 
 
 def _read_together(analysis: Analysis) -> list[ReadTogether]:
