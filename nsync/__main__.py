@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 import sys
 
-from nsync.stdio import drop_stdout
+from nsync.stdio import drop_stdout, interrupted, watch_ctrl_c
 
 
 def main() -> None:
     sys.unraisablehook = _interrupted_or_default
+    watch_ctrl_c()
     try:
         from nsync.cli import run
 
@@ -19,6 +20,10 @@ def main() -> None:
             raise
         sys.stderr.write("nsync: interrupted\n")
         code = 130
+    else:
+        if interrupted():  # a Ctrl-C whose KeyboardInterrupt a library swallowed, after the last stage
+            sys.stderr.write("nsync: interrupted\n")
+            code = 130
     try:
         sys.stdout.flush()  # now, while a closed pipe can still be told apart from an error
     except BrokenPipeError:  # the reader went away (`nsync analyze ... | head`): nothing left to say

@@ -24,7 +24,7 @@ from nsync.render.text import printable
 from nsync.render.write import check_writable
 from nsync.settings import name_settings
 from nsync.source import search_folders
-from nsync.stdio import drop_stdout
+from nsync.stdio import drop_stdout, raise_if_interrupted
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -173,6 +173,7 @@ def progress(status: Status, prefix: str = "") -> Callable[[str], None]:
     process-wide setting, so the command line's and not the library's)."""
 
     def say(stage: str) -> None:
+        raise_if_interrupted()  # a Ctrl-C a library swallowed ends the command at the next stage
         release_freed_memory()
         status.update(prefix + stage)
 

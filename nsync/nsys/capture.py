@@ -32,6 +32,7 @@ from nsync.nsys.locate import Nsys, find_nsys
 from nsync.nsys.output import relay
 from nsync.nsys.window import NVTX_CAPTURE_ENV, CaptureWindow, WindowOutcome, is_python, outcome
 from nsync.settings import setting
+from nsync.stdio import forget_ctrl_c
 
 Say = Callable[[str], None]
 
@@ -318,6 +319,7 @@ def _until_exit(nsys: Nsys, proc: subprocess.Popen[bytes], watch: HangWatch, say
                 stop_nsys(nsys, proc, gently=False)
                 raise
             interrupted = True
+            forget_ctrl_c()  # handled: the capture so far is analysed
             say("interrupted: waiting for nsys to write what it captured (Ctrl-C again to abort)")
 
 
