@@ -25,6 +25,7 @@ def test_every_command_is_a_function_of_the_library_even_once_its_module_is_impo
     assert inspect.ismodule(nsync.gates)
 
 
+@pytest.mark.slow
 def test_write_picks_the_format_by_suffix(tmp_path, h200_analysis) -> None:
     analysis = h200_analysis("print_deg")
     data = json.loads(nsync.write(analysis, tmp_path / "r.json").read_text())
@@ -65,6 +66,7 @@ def test_messages_name_the_api_until_the_command_line_names_its_flags(monkeypatc
         nsync.analyze(h200("print_deg"), config)
 
 
+@pytest.mark.slow
 def test_every_report_reads_back_as_it_was_written(tmp_path, h200_analysis, real_analysis) -> None:
     """Each report's reader is its JSON writer's inverse: written, read, and written again, the same bytes
     (a diff with both runs calibrated carries the unprofiled step times too)."""

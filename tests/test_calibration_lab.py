@@ -115,6 +115,7 @@ def test_diff_of_calibrated_runs_judges_on_the_unprofiled_prediction():
     assert uncalibrated.step_ms.verdict_basis == "profiled"
 
 
+@pytest.mark.slow
 def test_a_diff_that_cannot_judge_still_says_its_predictions_are_calibrated():
     """Two calibrated runs of different programs: no verdict, so the profiled basis, and yet both
     predictions were fitted to their calibration runs, and the headline says so."""

@@ -148,6 +148,7 @@ def test_syncs_a_library_issues_and_no_setting_removes_are_priced_beside_the_ver
     )
 
 
+@pytest.mark.slow
 def test_a_generate_loop_is_found_as_its_decode_steps():
     """Two requests of 256 new tokens: 512 forward passes (a prefill and 255 decode steps each). Each found step
     is one token's, at the pace measured unprofiled (5.0-7.5 ms a token) slowed by nsys, not a request's."""
@@ -171,6 +172,7 @@ def test_five_separate_runs_of_a_program_spread_as_the_readme_says():
     assert "0.86-1.16 times each one's median" in (FRESH / "README.md").read_text().replace("\n", " ")
 
 
+@pytest.mark.slow
 def test_a_decode_step_is_said_to_be_one_new_token():
     from nsync.report import build_report
 

@@ -94,6 +94,7 @@ def test_without_the_step_marks_the_kernel_period_finds_the_steps(real: Callable
     assert abs(len(steps.table) - TRUE_STEPS[name]) <= 0.1 * TRUE_STEPS[name]
 
 
+@pytest.mark.slow
 def test_the_evaluation_loop_and_teardown_are_phases_apart_from_the_main_loop(real_analysis):
     a = real_analysis("lstm_lm")  # an evaluation after each of its 2 epochs
     phases = a.phases.set_index("phase")

@@ -98,6 +98,7 @@ def test_busy_union_of_nothing_is_all_idle():
 WINDOWS = st.lists(st.tuples(st.integers(0, 200), st.integers(0, 60)), max_size=40)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(windows=WINDOWS, at=st.lists(st.integers(-5, 270), max_size=30))
 def test_latest_holding_is_the_window_that_began_last_among_those_holding_t(windows, at) -> None:
@@ -115,6 +116,7 @@ def test_latest_holding_is_the_window_that_began_last_among_those_holding_t(wind
     busy=st.lists(st.tuples(st.integers(0, 300), st.integers(1, 40)), max_size=20),
     windows=WINDOWS,
 )
+@pytest.mark.slow
 def test_idle_once_adds_up_to_the_idle_in_the_union_of_the_windows(busy, windows) -> None:
     """Each idle nanosecond once: per window at most its own idle, together exactly the idle in their union
     (nanosecond by nanosecond, by brute force)."""
