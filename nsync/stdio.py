@@ -13,7 +13,7 @@ _CTRL_C = threading.Event()
 
 def watch_ctrl_c() -> None:
     """Remember every Ctrl-C, as well as raising KeyboardInterrupt as Python's own handler does: a library may
-    swallow the exception (one did, while a class was registered with an ABC during an import, 2 runs in 48 on
+    swallow the exception (one did, while a class was registered with an ABC during an import, 3 runs in 148 on
     a busy machine), and the command must end all the same (``raise_if_interrupted``). A SIGINT that is
     ignored (a job in the background) stays ignored."""
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
