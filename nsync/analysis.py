@@ -285,8 +285,9 @@ def _verdict(
         return None
     saving = callsites["predicted_saving_ns_per_step"].to_numpy(float) if len(callsites) else np.zeros(0)
     known = np.isfinite(saving)
-    out_of_reach, beyond_reach = _beyond_reach(callsites, saving, known)
-    known &= ~_no_setting(callsites)
+    no_setting = _no_setting(callsites)
+    out_of_reach, beyond_reach = _beyond_reach(callsites, saving, known & no_setting)
+    known &= ~no_setting
     if not known.any():
         return _judged(0.0, (0.0, 0.0), predicted.unprofiled_step_ns, "", config, beyond_reach=beyond_reach)
     best = int(np.nanargmax(np.where(known, saving, -np.inf)))
@@ -308,7 +309,7 @@ def _verdict(
             site = f"{Path(group.file).name}:{','.join(map(str, group.lines))} (their reads together)"
     threshold = config.worth_fixing_share * predicted.unprofiled_step_ns
     together = predicted.own_saving_ns
-    own = callsites["site_id"].isin(_own_sites(callsites)).to_numpy()
+    own = issued_by_own_code(callsites).to_numpy()
     if largest < threshold <= together and (saving[known & own] > 0).sum() >= 2:
         # no one site pays alone: they wait for the same work (fixing one leaves the other to wait for it); only
         # the syncs of the program's own code: those a library issues are no fix of the user's to make
@@ -332,10 +333,10 @@ def _no_setting(callsites: pd.DataFrame) -> np.ndarray:
     return np.array([a is not None and a.basis == "library" and not a.setup for a in callsites["advice"]], bool)
 
 
-def _beyond_reach(callsites: pd.DataFrame, saving: np.ndarray, known: np.ndarray) -> tuple[float, str]:
-    """The saving of the costliest site no setting removes, and how the verdict says it: "the syncs inside
-    torchvision (boxes.py:48) cost 3.21 ms per step, which no setting removes"; (0, '') where there is none."""
-    candidates = known & _no_setting(callsites)
+def _beyond_reach(callsites: pd.DataFrame, saving: np.ndarray, candidates: np.ndarray) -> tuple[float, str]:
+    """The saving of the costliest of the ``candidates`` (sites no setting removes, priced), and how the verdict
+    says it: "the syncs inside torchvision (boxes.py:48) cost 3.21 ms per step, which no setting removes";
+    (0, '') where there is none."""
     if not candidates.any():
         return 0.0, ""
     k = int(np.nanargmax(np.where(candidates, saving, -np.inf)))

@@ -422,7 +422,14 @@ def what_if(
     def predict(released: np.ndarray, scale: float) -> float:
         return _median(step_times_ns(model, replay(model, released, scale)))
 
-    as_captured = predict(none, 1.0)
+    as_is: dict[float, float] = {}  # the trace as it is, by host scale: the fits and the savings share them
+
+    def predict_as_is(scale: float) -> float:
+        if scale not in as_is:
+            as_is[scale] = predict(none, scale)
+        return as_is[scale]
+
+    as_captured = predict_as_is(1.0)
     if not np.isfinite(as_captured):
         raise ReplaySkipped("what-if replay skipped: the analysed steps hold no GPU work to replay")
     measured = _median((replayed["end"] - replayed["start"]).to_numpy(np.int64))
@@ -435,14 +442,23 @@ def what_if(
     note = ""
     target_ns = None if calibrated_steps_ns is None else _median(calibrated_steps_ns)
     if target_ns is not None:
-        host_scale, note = fit_host_scale(lambda scale: predict(none, scale), target_ns, host_scale)
-    scales = (host_scale, *other_scales(lambda s: predict(none, s), host_scale, target_ns, spread, scale_range))
+        host_scale, note = fit_host_scale(predict_as_is, target_ns, host_scale)
+    scales = (host_scale, *other_scales(predict_as_is, host_scale, target_ns, spread, scale_range))
     replayed_sites = [
         int(site) for site in callsites.sort_values("exposed_idle_ns", ascending=False).head(sites_fit)["site_id"]
     ]
     released = [model.sync_site == site for site in replayed_sites] + [np.isin(model.sync_site, g) for g in groups]
-    own = ~none if own_sites is None else np.isin(model.sync_site, own_sites)
-    steps_at = np.array([[predict(r, scale) for r in [none, ~none, *released, own]] for scale in scales])
+    own = None if own_sites is None else np.isin(model.sync_site, own_sites)
+    if own is not None and own.all():
+        own = None  # every sync is the program's own: that replay is the one of all syncs
+    steps_at = np.array(
+        [
+            [predict_as_is(scale)] + [predict(r, scale) for r in [~none, *released] + ([] if own is None else [own])]
+            for scale in scales
+        ]
+    )
+    if own is None:
+        steps_at = np.column_stack([steps_at, steps_at[:, 1]])
     saved = steps_at[:, :1] - steps_at[:, 1:]  # per scale: all syncs, each site, each group, the own syncs
     least, largest = saved.min(axis=0), saved.max(axis=0)
     spans = list(zip(least.tolist(), largest.tolist()))
