@@ -335,7 +335,7 @@ def _no_setting(callsites: pd.DataFrame) -> np.ndarray:
 
 def _beyond_reach(callsites: pd.DataFrame, saving: np.ndarray, candidates: np.ndarray) -> tuple[float, str]:
     """The saving of the costliest of the ``candidates`` (sites no setting removes, priced), and how the verdict
-    says it: "the syncs inside torchvision (boxes.py:48) cost 3.21 ms per step, which no setting removes";
+    says it: "the syncs inside torchvision (boxes.py:48) cost 3.11 ms per step, which no setting removes";
     (0, '') where there is none."""
     if not candidates.any():
         return 0.0, ""

@@ -74,20 +74,20 @@ def test_a_calibrated_replay_runs_at_the_program_s_own_unprofiled_speed(folder: 
 
 @pytest.mark.slow
 def test_the_error_of_the_predicted_savings_is_the_one_the_readme_states():
-    # measured: 33 % uncalibrated, 36 % calibrated over the six scenarios beyond noise (README)
-    assert mean_error(calibrated=False) <= 0.40
-    assert mean_error(calibrated=True) <= 0.40
+    # measured: 25.5 % uncalibrated, 25.9 % calibrated over the six scenarios beyond noise (README)
+    assert mean_error(calibrated=False) <= 0.30
+    assert mean_error(calibrated=True) <= 0.30
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="unpinned: 33 % uncalibrated, 36 % calibrated (README)")
+@pytest.mark.xfail(strict=True, reason="unpinned: 25.5 % uncalibrated, 25.9 % calibrated (README)")
 def test_the_calibrated_error_is_within_10_percent():
     assert mean_error(calibrated=True) <= 0.10
 
 
 @pytest.mark.slow
 def test_pinned_to_the_same_cpus_the_calibrated_error_is_within_10_percent():
-    # measured: 7.1 % calibrated, 32.0 % uncalibrated over the six scenarios beyond noise (README)
+    # measured: 9.6 % calibrated, 31.9 % uncalibrated over the six scenarios beyond noise (README)
     assert mean_error(calibrated=True, folder=PINNED) <= 0.10
     assert 0.25 <= mean_error(calibrated=False, folder=PINNED) <= 0.40  # one host scale cannot do it
 
@@ -99,8 +99,30 @@ def test_of_two_syncs_that_wait_for_the_same_work_neither_alone_saves_and_both_d
     a = lab("w_two_degraded", calibrated)
     assert (a.callsites["predicted_saving_ns_per_step"] / 1e6 <= 0.15).all()
     assert predicted_ms("w_two", calibrated) >= 0.5
-    assert a.verdict is not None and a.verdict.worth_fixing and a.verdict.together
-    assert a.verdict.text.startswith("fixing all the syncs of the step together would save")
+    assert a.verdict is not None and a.verdict.together
+    if calibrated:  # 0.96 ms predicted, likely 0.15-2.34: the faster host another run may have hides it
+        assert a.verdict.measure and a.verdict.text.startswith("fixing all the syncs of the step together may save")
+    else:
+        assert a.verdict.worth_fixing
+        assert a.verdict.text.startswith("fixing all the syncs of the step together would save")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "calibrated",
+    [
+        True,
+        pytest.param(
+            False,
+            marks=pytest.mark.xfail(strict=True, reason="0.00 predicted at the host scale 0.6: the host work is kept"),
+        ),
+    ],
+)
+def test_a_tuple_index_in_a_launch_bound_step_is_priced_within_30_percent(calibrated: bool):
+    """w_tuple, pinned: 0.633 ms measured over five separate runs a mode. The step is bound by its launches, each
+    queued kernel starting about a microsecond after the one before (the replay's dispatch gap)."""
+    saving, _ = measured(PINNED)["w_tuple"]
+    assert predicted_ms("w_tuple", calibrated, PINNED) == pytest.approx(saving, rel=0.30)
 
 
 @pytest.mark.slow

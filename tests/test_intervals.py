@@ -7,6 +7,7 @@ scores."""
 from __future__ import annotations
 
 import functools
+import statistics
 from pathlib import Path
 
 import pytest
@@ -67,7 +68,7 @@ def inside(measured_ms: float, predicted: tuple[float, float, float]) -> bool:
 @pytest.mark.slow
 def test_the_ratio_holds_the_set_it_was_tuned_on_with_a_tenth_to_spare():
     """measured over the least and over the largest saving of the span, over the six lab effects beyond noise,
-    calibrated and not: 0.89 to 1.41, which saving_ratio widens by a tenth."""
+    calibrated and not: 1.07 to 1.41, which saving_ratio widens by a tenth and rounds out to a tenth."""
     spans = [
         (saving, lab(f"{name}_degraded", calibrated_).what_if.all_syncs_span_ns)
         for name, (saving, beyond) in lab_measured("cal").items()
@@ -76,21 +77,28 @@ def test_the_ratio_holds_the_set_it_was_tuned_on_with_a_tenth_to_spare():
     ]
     lowest = min(saving / (least / 1e6) for saving, (least, _) in spans)
     highest = max(saving / (largest / 1e6) for saving, (_, largest) in spans)
-    assert (round(lowest, 2), round(highest, 2)) == (0.89, 1.41)
+    assert (round(lowest, 2), round(highest, 2)) == (1.07, 1.41)
     assert RATIO[0] <= lowest / 1.1 and highest * 1.1 <= RATIO[1]
 
 
-MISSED = ["fresh/timm_perclass", "hidden/1", "hidden/2"]  # the replay keeps the host work these fixes remove
+MISSED = ["fresh/timm_perclass"]  # its fix takes away a loop of 100 classes, which the replay keeps
 
 
 @pytest.mark.slow
-def test_on_the_sets_it_was_not_tuned_on_the_range_holds_the_measured_saving_12_times_in_15_calibrated():
+def test_on_the_sets_it_was_not_tuned_on_the_range_holds_the_measured_saving_14_times_in_15_calibrated():
     """Held out: the pinned lab set (6 of 6), the real programs (2 of 2), the grouped reads (1 of 1), the hidden
-    `.item()` (0 of 2), the fresh programs whose fix paid (3 of 4: timm_perclass's loop of reads)."""
+    `.item()` (2 of 2), the fresh programs whose fix paid (3 of 4: timm_perclass's loop of reads)."""
     cases = held_out()
     missed = sorted(case for case, (saving, predicted) in cases.items() if not inside(saving, predicted))
     assert missed == MISSED
     assert len(cases) == 15
+
+
+@pytest.mark.slow
+def test_held_out_the_median_error_of_the_calibrated_point_prediction_is_at_most_15_percent():
+    """12 % over the 15 cases (fixtures/h200/README.md, "How sure is a saving?", has each)."""
+    errors = sorted(abs(predicted[0] - saving) / saving for saving, predicted in held_out().values())
+    assert statistics.median(errors) <= 0.15
 
 
 @pytest.mark.slow
@@ -101,7 +109,6 @@ def test_uncalibrated_the_range_holds_the_measured_saving_14_times_in_15():
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="12 of 15 held out (80 %): the hidden .item() twice, timm_perclass once")
 def test_the_range_holds_the_measured_saving_nine_times_in_ten_held_out():
     cases = held_out()
     assert sum(inside(*pair) for pair in cases.values()) >= 0.9 * len(cases)
@@ -120,13 +127,7 @@ def test_where_the_fix_measured_nothing_the_verdict_is_never_worth_fixing(trace:
 @pytest.mark.parametrize(
     "trace",
     ["real/compiled_train", "real/timm_gradnorm", "h200/reads/w_reads_degraded"]
-    + [
-        pytest.param(
-            f"h200/hidden/{pair}/w_hidden_degraded",
-            marks=pytest.mark.xfail(strict=True, reason="0.49 ms (7.8 %) measured, 0.02 predicted: host work kept"),
-        )
-        for pair in ("1", "2")
-    ],
+    + [f"h200/hidden/{pair}/w_hidden_degraded" for pair in ("1", "2")],
 )
 def test_where_the_fix_measurably_paid_over_5_percent_the_verdict_is_never_nothing(trace: str):
     verdict = calibrated(FIXTURES / f"{trace}.sqlite.xz").verdict

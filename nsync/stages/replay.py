@@ -6,15 +6,19 @@ The model (docs/how-it-works.md, §6):
   the same shift, the one its last sync left it with (a thread with no sync of its own, such as
   autograd's backward thread, moves with the last sync of any thread of its process);
 - each stream runs its ops in launch order with their measured durations, none before its launch
-  (plus the launch latency measured on this device when the stream was idle);
+  (plus the launch latency measured on this device when the stream was idle), an op queued behind another
+  starting the GPU's dispatch gap after it (measured in the trace: about 1 µs on the H200);
 - a blocking sync ends at max(its new start + its own cost, the replayed end of what it waited for);
   a released sync ends at its new start + its own cost (the copies it implies stay on the stream),
   except a value read (``.item()``): keeping the value on the GPU removes the read, so the host goes on
-  from where its copy call began (the copy call and the sync take no host time).
+  from where its copy call began (the copy call and the sync take no host time) and its copy leaves the stream;
+- host time is scaled by the host scale (the profiler's slow-down undone), which a calibration fits to the
+  program's unprofiled step, never above 1 / 1.1: nsys slows a host by 1.1 to 2.2 times.
 
-Each stream's schedule is the max-plus recurrence ``end_i = max(ready_i, end_{i-1}) + duration_i``,
-solved by slices with a cumulative maximum: ``end_i = S_i + max_{j<=i}(ready_j - S_{j-1})`` where S is the
-running sum of durations. Syncs are taken in time order (a loop over syncs, never over ops).
+Each stream's schedule is the max-plus recurrence ``end_i = max(ready_i, end_{i-1} + gap) + duration_i``,
+solved by slices with a cumulative maximum: ``end_i = S_i + max_{j<=i}(ready_j - gap - S_{j-1})`` where S is
+the running sum of durations plus gaps (an op the fix removes adds nothing and waits for nothing). Syncs are
+taken in time order (a loop over syncs, never over ops).
 """
 
 from __future__ import annotations
@@ -26,12 +30,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from nsync.keys import match_rows
 from nsync.settings import setting
 from nsync.stages.detect import SyncKind
 from nsync.stages.steps import Steps, gpu_step_times, launched_in_steps
 from nsync.stages.timeline import GroupedTimes, group_codes
 
 DEFAULT_LATENCY_NS = 5_000
+MAX_GAP_NS = 50_000  # an op that started later than this after the one before it waited for something else
 STREAM_KEYS = ("global_pid", "device_id", "stream_id")
 REPLAY_CHUNK = 1 << 18  # ops re-timed at a time
 
@@ -52,7 +58,9 @@ class ReplayModel:
     op_launch: np.ndarray
     op_dur: np.ndarray
     op_thread_sync: np.ndarray  # the sync an op's launch follows (its segment's anchor), or -1: see _anchor_syncs
+    op_removed_by: np.ndarray  # the sync whose release takes this op away too (a read's copy), or -1
     latency_ns: float
+    gap_ns: float  # between an op and the one queued behind it on a stream (the GPU's dispatch gap)
     streams: dict[tuple[int, int, int], np.ndarray]  # (pid, device, stream) -> op rows in launch order
     stream_busy_until: dict[tuple[int, int, int], float]  # end of what was launched before the window
     sync_start: np.ndarray
@@ -61,6 +69,8 @@ class ReplayModel:
     sync_release_at: np.ndarray  # where the host resumes when the sync is released (its start, a read's copy)
     sync_release_cost: np.ndarray  # host time the released sync still takes (its own cost; 0 for a read)
     sync_prev: np.ndarray  # index of the previous sync on the same thread, or -1
+    sync_call_first: np.ndarray  # the first sync of the call of its line it belongs to (itself if it is): _calls
+    sync_call_goes_on: np.ndarray  # the next sync of its thread belongs to the same call
     sync_waits: list[list[tuple[tuple[int, int, int], int]]]  # per sync: (stream, ops waited for count)
     sync_site: np.ndarray  # each sync's call site (site_id)
     window_start_ns: int  # host time is scaled from here until a thread's first sync
@@ -91,6 +101,7 @@ def prepare(ops: pd.DataFrame, syncs: pd.DataFrame, steps: Steps) -> ReplayModel
     still_running = ops.loc[before & (ops["end"].to_numpy(np.int64) > start_ns)]
     busy_until = still_running.groupby(list(STREAM_KEYS))["end"].max()
     latency = _launch_latency(streams, launch, start, end)
+    gap = _dispatch_gap(streams, launch, start, end)
     s0, s1 = syncs["start"].to_numpy(np.int64), syncs["end"].to_numpy(np.int64)
     own = s1 - syncs["exposed_start_ns"].to_numpy(np.int64)  # the wait for its own work, after the drain
     tids = syncs["global_tid"].to_numpy(np.int64)
@@ -100,7 +111,9 @@ def prepare(ops: pd.DataFrame, syncs: pd.DataFrame, steps: Steps) -> ReplayModel
         op_launch=launch.astype(float),
         op_dur=(end - start).astype(float),
         op_thread_sync=_anchor_syncs(op_tid, ops_in["global_pid"].to_numpy(np.int64), launch, syncs, s0),
+        op_removed_by=_removed_with(ops_in, op_tid, launch, syncs),
         latency_ns=latency,
+        gap_ns=gap,
         streams=streams,
         stream_busy_until={(int(p), int(d), int(s)): float(v) for (p, d, s), v in busy_until.items()},
         sync_start=s0,
@@ -108,7 +121,11 @@ def prepare(ops: pd.DataFrame, syncs: pd.DataFrame, steps: Steps) -> ReplayModel
         sync_own=own.astype(float),
         sync_release_at=np.where(is_read, syncs["read_start_ns"].to_numpy(np.int64), s0),
         sync_release_cost=np.where(is_read, 0, own).astype(float),
-        sync_prev=_previous_on_thread(tids),
+        sync_prev=(prev := _previous_on_thread(tids)),
+        sync_call_first=(
+            call_first := _calls(prev, syncs["site_id"].to_numpy(np.int64), syncs["stack_id"].to_numpy(np.int64))
+        ),
+        sync_call_goes_on=_goes_on(prev, call_first),
         sync_waits=_waits(syncs, streams, launch),
         sync_site=syncs["site_id"].to_numpy(np.int64),
         window_start_ns=start_ns,
@@ -127,6 +144,58 @@ def _launch_latency(streams: dict, launch: np.ndarray, start: np.ndarray, end: n
     found = np.concatenate(delays) if delays else np.zeros(0)
     found = found[found >= 0]
     return float(np.median(found)) if len(found) else float(DEFAULT_LATENCY_NS)
+
+
+def _dispatch_gap(streams: dict, launch: np.ndarray, start: np.ndarray, end: np.ndarray) -> float:
+    """Median time from an op's end to the start of the op queued behind it (launched before that end): about
+    1 µs on the H200 (fixtures/h200/README.md). Longer waits are not the gap but something else held the op."""
+    gaps = []
+    for rows in streams.values():
+        prev_end = np.concatenate([[np.iinfo(np.int64).max], np.maximum.accumulate(end[rows])[:-1]])
+        queued = launch[rows] < prev_end
+        gaps.append((start[rows] - prev_end)[queued])
+    found = np.concatenate(gaps) if gaps else np.zeros(0)
+    found = found[(found >= 0) & (found < MAX_GAP_NS)]
+    return float(np.median(found)) if len(found) else 0.0
+
+
+def _calls(prev: np.ndarray, site: np.ndarray, stack: np.ndarray) -> np.ndarray:
+    """For each sync, the first sync of the call of its line it belongs to. One call of a line can sync several
+    times from inside a library (``print(t)``: eight reads from torch's formatting, each from its own stack);
+    a loop over the line syncs from the same stack each time. So a thread's syncs of one site make one call
+    until the call's first stack comes back (the next iteration) or another site syncs. The fix of the line
+    takes the whole call away: the host's time and the GPU work between its first sync and its last."""
+    first = np.arange(len(prev))
+    site_l, stack_l, prev_l, first_l = site.tolist(), stack.tolist(), prev.tolist(), first.tolist()
+    for k in range(len(prev_l)):  # scalars: once per sync
+        before = prev_l[k]
+        if before >= 0 and site_l[before] == site_l[k] >= 0 and stack_l[k] != stack_l[first_l[before]]:
+            first_l[k] = first_l[before]
+    return np.array(first_l, np.int64)
+
+
+def _goes_on(prev: np.ndarray, call_first: np.ndarray) -> np.ndarray:
+    """Whether the next sync of each sync's thread belongs to its call."""
+    out = np.zeros(len(prev), bool)
+    inside = np.flatnonzero(call_first != np.arange(len(prev)))
+    out[prev[inside]] = True
+    return out
+
+
+def _removed_with(ops: pd.DataFrame, op_tid: np.ndarray, launch: np.ndarray, syncs: pd.DataFrame) -> np.ndarray:
+    """For each op, the sync whose release removes it, or -1: a value read's device-to-host copy (the fix
+    keeps the value on the GPU)."""
+    out = np.full(len(ops), -1, np.int64)
+    reads = np.flatnonzero((syncs["kind"] == SyncKind.READ).to_numpy())
+    copies = np.flatnonzero((ops["copy_direction"] == "DtoH").to_numpy())
+    row = match_rows(
+        syncs["global_tid"].to_numpy(np.int64)[reads],
+        syncs["read_start_ns"].to_numpy(np.int64)[reads],
+        op_tid[copies],
+        launch[copies],
+    )
+    out[copies[row[row >= 0]]] = reads[row >= 0]
+    return out
 
 
 def _anchor_syncs(
@@ -188,15 +257,24 @@ def replay(model: ReplayModel, released: np.ndarray, host_scale: float = 1.0) ->
     # where host time restarts: a sync's end, or (index -1) the replayed window's start
     anchor = np.append(model.sync_end.astype(float), float(model.window_start_ns))
     new_end = np.zeros(len(model.op_launch))
+    # the gap folded in: end_i = max(ready_i - gap, end_{i-1}) + gap + duration_i; an op removed with its
+    # released sync takes no time and waits for nothing
+    removed = model.op_removed_by >= 0
+    removed[removed] = released[model.op_removed_by[removed]]
+    # the GPU work a line's call launches between two of its syncs goes with the call
+    goes_on = np.append(model.sync_call_goes_on & released, False)  # the slot -1: no sync before the op
+    removed |= goes_on[model.op_thread_sync]
+    busy_for = np.where(removed, 0.0, model.op_dur + model.gap_ns)
+    ready_after = np.where(removed, -np.inf, model.latency_ns - model.gap_ns)
     state = {
-        k: _Stream(rows, np.cumsum(model.op_dur[rows]), busy, best=busy)
+        k: _Stream(rows, np.cumsum(busy_for[rows]), busy, best=busy)
         for k, rows in model.streams.items()
         for busy in [model.stream_busy_until.get(k, -np.inf)]
     }
 
     def ready(rows: np.ndarray) -> np.ndarray:
         seg = model.op_thread_sync[rows]
-        return anchor[seg] + shift[seg] + host_scale * (model.op_launch[rows] - anchor[seg]) + model.latency_ns
+        return anchor[seg] + shift[seg] + host_scale * (model.op_launch[rows] - anchor[seg]) + ready_after[rows]
 
     def advance(key: tuple[int, int, int], upto: int) -> float:
         st = state[key]
@@ -213,8 +291,13 @@ def replay(model: ReplayModel, released: np.ndarray, host_scale: float = 1.0) ->
     own, prev_of, blocking = model.sync_own.tolist(), model.sync_prev.tolist(), (~released).tolist()
     resume_at, resume_cost = model.sync_release_at.tolist(), model.sync_release_cost.tolist()
     anchors = anchor.tolist()
+    call_first = model.sync_call_first.tolist()
     for k in range(len(starts)):  # scalars: this loop runs once per sync
         prev = prev_of[k]
+        first = call_first[k]
+        if not blocking[k] and first != k:  # a later sync of a line's call: the call is gone, no time passes
+            shift[k] = ends[first] + shift[first] - ends[k]
+            continue
         if not blocking[k]:  # the host goes on: from the sync's start after its own cost, or past a read
             at = resume_at[k]
             resumed = anchors[prev] + shift[prev] + host_scale * (at - anchors[prev])
@@ -314,6 +397,8 @@ def replay_span(steps: Steps, sync_start: np.ndarray, replays: int, budget: int 
 FIT_REPLAYS = 14  # replays of the host-scale fit: both ends of SCALE_RANGE, then 12 bisection steps
 SCALE_RANGE = (0.05, 1.25)
 FIT_TOLERANCE = 0.005  # a replayed step within 0.5 % of the target fits
+# nsys slows the host's own work by 1.1 to 2.2 times: a fit beyond 1 / 1.1 says the calibration run was slow
+PROFILED_HOST_SCALE_MAX = 1 / 1.1
 
 
 def fit_host_scale(predict: Callable[[float], float], target_ns: float, uncalibrated: float) -> tuple[float, str]:
@@ -334,6 +419,12 @@ def fit_host_scale(predict: Callable[[float], float], target_ns: float, uncalibr
         middle = (low + high) / 2
         low, high = (middle, high) if predict(middle) <= goal else (low, middle)
     if fastest <= target_ns * (1 + FIT_TOLERANCE):
+        if low > PROFILED_HOST_SCALE_MAX:
+            return PROFILED_HOST_SCALE_MAX, (
+                f"the unprofiled run ({target_ns / 1e6:.3f} ms a step) fits a host slower than the profiler ever "
+                f"leaves one (host scale {low:.3g}): that run's host was slow, so the scale is capped at "
+                f"{PROFILED_HOST_SCALE_MAX:.3g}"
+            )
         return low, f"the replay matches its unprofiled step ({target_ns / 1e6:.3f} ms)"
     scale = min(low, uncalibrated)
     return scale, (
