@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from nsync.load import Frame
 from nsync.stages.callsites import callsite_frame, is_user_file
-from tests.tracebuilder import DEVICE, DTOH, PAGEABLE, TraceBuilder
+from tests.tracebuilder import DEVICE, DTOH, HTOD, PAGEABLE, TraceBuilder
 
 SITE = "/opt/venv/lib/python3.12/site-packages"
 PRINT_STACK = [
@@ -104,3 +104,31 @@ def test_hostile_names_are_kept_verbatim(build):
     b.python_stack(1, item, [(evil, f"/home/u/{evil}.py", 1)])
     a = build(b)
     assert a.callsites.iloc[0]["function"] == evil
+
+
+def tuple_index(b: TraceBuilder, launch_between: bool) -> None:
+    """A tuple index: a 24-byte pageable copy to the GPU (20-1040 µs, queued behind k1), whose call has no
+    frames, then a stream sync 3 µs after it (1043-1050) with the line's frames; ``launch_between``: a kernel
+    launched between the two (then they are not known to be one line's)."""
+    b.kernel(1, 0, 10, 1010, name="k1")
+    b.memcpy(1, "cudaMemcpyAsync_v3020", 20, 1040, 1030, 1031, HTOD, PAGEABLE, DEVICE, nbytes=24)
+    if launch_between:
+        b.kernel(1, 1041, 1048, 1049, name="between", launch_cost_us=1)
+    sync = b.stream_sync(1, 1043, 1050)
+    b.python_stack(1, sync, [("step", "/home/u/proj/train.py", 19)])
+    b.kernel(1, 1100, 1107, 2000, name="k2")
+
+
+def test_a_frameless_copy_just_before_its_line_s_sync_is_that_line_s(build):
+    b = TraceBuilder()
+    tuple_index(b, launch_between=False)
+    sites = build(b).callsites
+    assert list(zip(sites["line"], sites["count"])) == [(19, 2)]
+    assert set(sites.iloc[0]["kinds"]) == {"pageable-copy", "stream-sync"}
+
+
+def test_a_frameless_copy_with_a_launch_before_the_next_sync_stays_apart(build):
+    b = TraceBuilder()
+    tuple_index(b, launch_between=True)
+    sites = build(b).callsites
+    assert sorted(zip(sites["line"], sites["count"])) == [(0, 1), (19, 1)]

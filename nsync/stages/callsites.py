@@ -212,7 +212,33 @@ def assign_stacks(trace: Trace, syncs: pd.DataFrame) -> tuple[pd.DataFrame, list
     use_sample = (stack_id < 0) & (sampled >= 0)
     stack_id[use_sample] = sampled[use_sample]
     source[use_sample] = CallsiteSource.PYTHON_SAMPLING
+
+    following = _next_sync_of_the_same_line(trace, syncs, stack_id)
+    stack_id[following >= 0] = stack_id[following[following >= 0]]
+    source[following >= 0] = source[following[following >= 0]]
     return syncs.assign(stack_id=stack_id, callsite_source=source), table.stacks
+
+
+SAME_LINE_NS = 20_000  # a frameless sync this close before a framed one, with no call between, is its line's
+
+
+def _next_sync_of_the_same_line(trace: Trace, syncs: pd.DataFrame, stack_id: np.ndarray) -> np.ndarray:
+    """For a sync with no stack, the next sync of its thread when that one has a stack, starts at most
+    SAME_LINE_NS after it ends and the thread made no CUDA call between: the two are one line's (a tuple
+    index's pageable copy, whose call nsys recorded no frames for, and the stream sync after it); else -1."""
+    out = np.full(len(syncs), -1, np.int64)
+    tid = syncs["global_tid"].to_numpy(np.int64)
+    start, end = syncs["start"].to_numpy(np.int64), syncs["end"].to_numpy(np.int64)
+    api_tid, api_start = trace.api["global_tid"].to_numpy(np.int64), trace.api["start"].to_numpy(np.int64)
+    for thread in np.unique(tid[stack_id < 0]):
+        mine = np.flatnonzero(tid == thread)  # in start order (SYNC_ORDER)
+        here, after = mine[:-1], mine[1:]
+        close = (stack_id[here] < 0) & (stack_id[after] >= 0) & (start[after] - end[here] <= SAME_LINE_NS)
+        calls = np.sort(api_start[api_tid == thread])
+        between = np.searchsorted(calls, start[after], "left") - np.searchsorted(calls, end[here], "left")
+        adopt = close & (between == 0)
+        out[here[adopt]] = after[adopt]
+    return out
 
 
 def _native_stacks(trace: Trace, callchain_ids: np.ndarray, table: StackTable) -> np.ndarray:
