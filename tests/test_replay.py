@@ -61,39 +61,43 @@ def test_a_kernel_queued_behind_another_starts_the_dispatch_gap_after_it(build):
     assert w.replayed_step_ns == ns(280)
 
 
-PRINT_FRAMES = [("_tensor_str", "/venv/lib/python3.11/site-packages/torch/_tensor_str.py"), ("step", "/u/train.py")]
+TORCH_STR = "/venv/lib/python3.11/site-packages/torch/_tensor_str.py"
 
 
-def one_call_that_reads_twice(b: TraceBuilder, loop: bool, steps: int = 8) -> None:
+def one_call_that_reads_twice(b: TraceBuilder, how: str, steps: int = 8) -> None:
     """Per step (µs from t0): kernel K, GPU 7-207; then line 30 reads twice (a D2H copy and a stream sync
     each): the first waits for K (sync to 211), 30 µs of host work, a 50 µs kernel (GPU 248-298), the second
-    read waits for it (sync to 302); 48 µs of Python, the next step at 350. ``loop``: both reads come from the
-    same Python stack (a loop over the line), else from two (one call, such as print's formatting)."""
-    lines = (100, 100) if loop else (100, 200)
+    read waits for it (sync to 302); 48 µs of Python, the next step at 350. ``how``: "call", the two reads come
+    from two places inside torch under one call of the line (print's formatting); "loop", from the same stack
+    (a loop over the line); "callers", from the same place inside torch, the line (a helper's) called from two
+    lines of its caller."""
+    inner = {"call": (100, 200), "loop": (100, 100), "callers": (100, 100)}[how]
+    outer = (40, 45) if how == "callers" else (40, 40)
     for i in range(steps):
         t0 = i * 350
         b.nvtx_range(1, "step", t0, t0 + 349)
         b.kernel(1, t0, t0 + 7, t0 + 207, name="K", launch_cost_us=5)
-        for copy_call, copy_gpu, sync, inner in ((10, 207, (14, 211), lines[0]), (250, 298, (254, 302), lines[1])):
-            if copy_call == 250:
+        for k, (copy_call, copy_gpu, sync) in enumerate(((10, 207, (14, 211)), (250, 298, (254, 302)))):
+            if k == 1:
                 b.kernel(1, t0 + 241, t0 + 248, t0 + 298, name="format")
             b.memcpy(1, "cudaMemcpyAsync_v3020", t0 + copy_call, t0 + copy_call + 4, t0 + copy_gpu,
                      t0 + copy_gpu + 1, DTOH, DEVICE, PINNED)  # fmt: skip
             read = b.stream_sync(1, t0 + sync[0], t0 + sync[1])
-            (inner_fn, inner_file), (outer_fn, outer_file) = PRINT_FRAMES
-            b.python_stack(1, read, [(inner_fn, inner_file, inner), (outer_fn, outer_file, 30)])
+            frames = [("_str", TORCH_STR, inner[k]), ("log", "/u/train.py", 30), ("step", "/u/train.py", outer[k])]
+            b.python_stack(1, read, frames)
 
 
 @pytest.mark.parametrize(
-    ("loop", "saving_us"),
+    ("how", "saving_us"),
     [
-        (False, 150),  # the call gone whole: K alone, back to back (the host needs 58 µs a step)
-        (True, 100),  # a loop's work stays: K and the 50 µs kernel (the reads and their copies go)
+        ("call", 150),  # the call gone whole: K alone, back to back (the host needs 58 µs a step)
+        ("loop", 100),  # a loop's work stays: K and the 50 µs kernel (the reads and their copies go)
+        ("callers", 100),  # two calls of a helper's line: what runs between them stays
     ],
 )
-def test_a_fix_takes_away_one_call_s_work_between_its_syncs_but_not_a_loop_s(build, loop: bool, saving_us: int):
+def test_a_fix_takes_away_one_call_s_work_between_its_syncs_but_not_a_loop_s(build, how: str, saving_us: int):
     b = TraceBuilder()
-    one_call_that_reads_twice(b, loop)
+    one_call_that_reads_twice(b, how)
     a = build(b, host_scale=1.0)
     assert len(a.callsites) == 1 and a.what_if.replayed_step_ns == ns(350)
     assert a.callsites.iloc[0]["predicted_saving_ns_per_step"] == ns(saving_us)

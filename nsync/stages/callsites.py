@@ -92,7 +92,7 @@ _PYTORCH_OR_STDLIB_FILE = re.compile(
 )
 SITE_KEYS = ["file", "line", "function", "sync_file", "sync_line", "sync_function"]  # what makes a call site
 STACK_COLUMNS = ("stack_id", "callsite_source")  # what assign_stacks adds to each sync
-LABEL_COLUMNS = (*SITE_KEYS, "site_id")  # what label_callsites adds
+LABEL_COLUMNS = (*SITE_KEYS, "site_id", "caller_id")  # what label_callsites adds
 CALLSITE_COLUMNS = (  # rank_callsites' table: one row per call site
     *SITE_KEYS,
     "site_id",
@@ -281,22 +281,29 @@ def _sampled_stacks(samples: pd.DataFrame, syncs: pd.DataFrame) -> np.ndarray:
 def label_callsites(syncs: pd.DataFrame, stacks: list[Stack]) -> pd.DataFrame:
     """Add each sync's call site: the user's frame (file, line, function), the frame that issues the sync
     (sync_file, sync_line, sync_function), and ``site_id``, one per distinct pair (all worked out once per
-    distinct stack)."""
+    distinct stack); and ``caller_id``, one per distinct stack from the user's frame outward (-1: no stack):
+    syncs of one call of a line share it, wherever inside the line's libraries each is issued."""
     # the API is part of the key: a sync without a stack (or a frame without a function) is named by it
     keys = pd.MultiIndex.from_arrays([syncs["stack_id"], syncs["callsite_source"], syncs["api"].astype(str)])
     distinct = keys.unique()
     position = distinct.get_indexer(keys)
     no_frame = Frame("", UNKNOWN_FILE, 0)
     labels = []
+    callers: dict[Stack, int] = {}
+    caller_of_stack = []
     for stack_id, source, api in distinct:  # one per distinct stack and API: a few hundred at most
         user = callsite_frame(stacks[stack_id], source) if stack_id >= 0 else no_frame
         issuing = sync_frame(stacks[stack_id], source) if stack_id >= 0 else no_frame
         labels.append((user.file, user.line, user.function or api, issuing.file, issuing.line, issuing.function or api))
+        stack = stacks[stack_id] if stack_id >= 0 else ()
+        outward = stack[stack.index(user) :] if user in stack else stack
+        caller_of_stack.append(callers.setdefault(outward, len(callers)) if stack else -1)
     table = pd.DataFrame(labels, columns=SITE_KEYS)
     site_of_stack, _ = pd.MultiIndex.from_frame(table).factorize() if len(table) else (np.zeros(0, np.int64), None)
     return syncs.assign(
         **{column: table[column].to_numpy()[position] for column in SITE_KEYS},
         site_id=np.asarray(site_of_stack, np.int64)[position] if len(table) else np.zeros(0, np.int64),
+        caller_id=np.asarray(caller_of_stack, np.int64)[position] if len(table) else np.zeros(0, np.int64),
     )
 
 

@@ -122,9 +122,7 @@ def prepare(ops: pd.DataFrame, syncs: pd.DataFrame, steps: Steps) -> ReplayModel
         sync_release_at=np.where(is_read, syncs["read_start_ns"].to_numpy(np.int64), s0),
         sync_release_cost=np.where(is_read, 0, own).astype(float),
         sync_prev=(prev := _previous_on_thread(tids)),
-        sync_call_first=(
-            call_first := _calls(prev, syncs["site_id"].to_numpy(np.int64), syncs["stack_id"].to_numpy(np.int64))
-        ),
+        sync_call_first=(call_first := _calls(prev, *(syncs[c].to_numpy(np.int64) for c in CALL_KEYS))),
         sync_call_goes_on=_goes_on(prev, call_first),
         sync_waits=_waits(syncs, streams, launch),
         sync_site=syncs["site_id"].to_numpy(np.int64),
@@ -159,17 +157,27 @@ def _dispatch_gap(streams: dict, launch: np.ndarray, start: np.ndarray, end: np.
     return float(np.median(found)) if len(found) else 0.0
 
 
-def _calls(prev: np.ndarray, site: np.ndarray, stack: np.ndarray) -> np.ndarray:
+CALL_KEYS = ("site_id", "caller_id", "stack_id")  # what tells one call of a line from the next (_calls)
+
+
+def _calls(prev: np.ndarray, site: np.ndarray, caller: np.ndarray, stack: np.ndarray) -> np.ndarray:
     """For each sync, the first sync of the call of its line it belongs to. One call of a line can sync several
-    times from inside a library (``print(t)``: eight reads from torch's formatting, each from its own stack);
-    a loop over the line syncs from the same stack each time. So a thread's syncs of one site make one call
-    until the call's first stack comes back (the next iteration) or another site syncs. The fix of the line
-    takes the whole call away: the host's time and the GPU work between its first sync and its last."""
+    times from inside a library (``print(t)``: eight reads from torch's formatting, each from its own stack,
+    all with the same frames from the line outward); a loop over the line syncs from the same stack each time,
+    and a helper's line called from two places from two callers. So a thread's syncs of one site and one caller
+    make one call until the call's first stack comes back (the next iteration). The fix of the line takes the
+    whole call away: the host's time and the GPU work between its first sync and its last."""
     first = np.arange(len(prev))
-    site_l, stack_l, prev_l, first_l = site.tolist(), stack.tolist(), prev.tolist(), first.tolist()
+    site_l, caller_l, stack_l = site.tolist(), caller.tolist(), stack.tolist()
+    prev_l, first_l = prev.tolist(), first.tolist()
     for k in range(len(prev_l)):  # scalars: once per sync
         before = prev_l[k]
-        if before >= 0 and site_l[before] == site_l[k] >= 0 and stack_l[k] != stack_l[first_l[before]]:
+        if (
+            before >= 0
+            and site_l[before] == site_l[k] >= 0
+            and caller_l[before] == caller_l[k] >= 0
+            and stack_l[k] != stack_l[first_l[before]]
+        ):
             first_l[k] = first_l[before]
     return np.array(first_l, np.int64)
 
