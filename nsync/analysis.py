@@ -211,7 +211,9 @@ def analyze(
             config.host_scale,
             calibrated_steps_ns,
             [g.released for g in groups],
-            spread=config.calibration_spread,
+            spread=config.calibration_spread
+            if calibration is None
+            else max(config.calibration_spread, calibration.spread(steps.source)),
             scale_range=config.host_scale_range,
             own_sites=_own_sites(callsites),
         )

@@ -1,8 +1,9 @@
 """A calibration: the program's own step times without the profiler, which the what-if is fitted to.
 
-``nsync profile`` runs the program once without nsys before capturing it (nsync.calibration_run), with
-nsync's ``sitecustomize`` in its calibration mode (``nsync/nsys/inject``): CUDA events recorded at each
-optimizer step and each NVTX ``range_push`` give the GPU time between successive steps, unprofiled. This
+``nsync profile`` runs the program once (``--calibration-runs N``: N times, their steps pooled) without nsys
+before capturing it (nsync.calibration_run), with nsync's ``sitecustomize`` in its calibration mode
+(``nsync/nsys/inject``): CUDA events recorded at each optimizer step and each NVTX ``range_push`` give the
+GPU time between successive steps, unprofiled. This
 module holds what the analysis reads of it, and nothing that runs a program. They are stored beside the
 SQLite as ``NAME.calibration.json`` (schema :data:`SCHEMA`); ``nsync analyze`` and ``nsync diff`` pick the
 file up and fit the replay's host scale so that the replayed capture runs at the program's own speed
@@ -35,6 +36,20 @@ class Calibration:
     exit_code: int = 0
     wall_s: float = 0.0
     window_from: dict[str, int] = field(default_factory=dict)  # per source, the first interval in the window
+    run_medians_ns: dict[str, tuple[float, ...]] = field(default_factory=dict)  # per source, each run's median step
+
+    @property
+    def runs(self) -> int:
+        """How many calibration runs the steps were pooled from."""
+        return max((len(v) for v in self.run_medians_ns.values()), default=1)
+
+    def spread(self, source: str) -> float:
+        """The factor between the runs' median steps and their pooled median, at least 1 (one run: 1)."""
+        medians, steps = self.run_medians_ns.get(source, ()), self.intervals_ns.get(source)
+        if len(medians) < 2 or steps is None or not len(steps):
+            return 1.0
+        pooled = float(np.median(steps))
+        return max(max(medians) / pooled, pooled / min(medians), 1.0)
 
     def of_window(self) -> Calibration:
         """The steps inside the capture window only (a windowed capture holds those alone)."""
@@ -61,6 +76,22 @@ def beside(trace: Path) -> Path:
     return trace.with_name(name + SUFFIX)
 
 
+def pooled(runs: list[Calibration]) -> Calibration:
+    """Several calibration runs of one program as one: each source's steps pooled (so that one run on a slow
+    moment of the host counts for its share), with each run's median step kept."""
+    first = runs[0]
+    sources = [source for source in first.intervals_ns if all(source in run.intervals_ns for run in runs)]
+    return replace(
+        first,
+        intervals_ns={source: np.concatenate([run.intervals_ns[source] for run in runs]) for source in sources},
+        run_medians_ns={
+            source: tuple(float(np.median(run.intervals_ns[source])) for run in runs) for source in sources
+        },
+        wall_s=sum(run.wall_s for run in runs),
+        window_from={},
+    )
+
+
 def write_calibration(calibration: Calibration, target: Path) -> None:
     document = {
         "schema": SCHEMA,
@@ -70,6 +101,8 @@ def write_calibration(calibration: Calibration, target: Path) -> None:
         "wall_s": round(calibration.wall_s, 3),
         "intervals_ns": {source: values.tolist() for source, values in calibration.intervals_ns.items()},
     }
+    if calibration.runs > 1:  # the steps of several runs, pooled: each run's median beside them
+        document["run_medians_ns"] = {source: list(v) for source, v in calibration.run_medians_ns.items()}
     target.write_text(json.dumps(document, indent=1) + "\n")
 
 
@@ -83,6 +116,7 @@ def read_calibration(path: Path) -> Calibration:
         command=tuple(str(word) for word in command) if isinstance(command, list) else (),
         exit_code=int(data.get("exit_code") or 0),
         wall_s=float(data.get("wall_s") or 0.0),
+        run_medians_ns={source: tuple(v) for source, v in intervals_of(data.get("run_medians_ns"), path).items()},
     )
 
 

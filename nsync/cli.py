@@ -455,6 +455,17 @@ def profile_command(
             "predictions are fitted to its own unprofiled speed (costs one more run of the program)."
         ),
     ] = True,
+    calibration_runs: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            max=10,
+            help="How many calibration runs to make: their steps are pooled, so that one run on a slow moment of "
+            "a shared host counts for its share, and the likely ranges span the runs' spread (each costs one more "
+            "bounded run of the program).",
+            metavar="N",
+        ),
+    ] = 1,
     cpus: Annotated[
         str | None,
         typer.Option(
@@ -515,7 +526,15 @@ def profile_command(
         release_freed_memory()
 
     result = profile(
-        command, options, config, nsys_path, say=say, progress=release, calibrate=calibrate, cpus=parse_cpus(cpus)
+        command,
+        options,
+        config,
+        nsys_path,
+        say=say,
+        progress=release,
+        calibrate=calibrate,
+        cpus=parse_cpus(cpus),
+        calibration_runs=calibration_runs,
     )
     err.print(f"nsync: wrote {result.sqlite}" + (f" and {result.report}" if result.report else ""), markup=False)
     outputs = Outputs(json_path, html_path or out_dir / f"{options.name}.html", markdown_path, db_path, suggest_patch)

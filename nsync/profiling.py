@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from nsync.analysis import Analysis, analyze
-from nsync.calibration import Calibration, beside, write_calibration
+from nsync.calibration import Calibration, beside, pooled, write_calibration
 from nsync.calibration_run import CalibrationRun, run_calibration
 from nsync.config import AnalysisConfig
 from nsync.errors import NsysError, UsageError
@@ -112,9 +112,11 @@ def profile(
     progress: Callable[[str], None] | None = None,
     calibrate: bool = True,
     cpus: frozenset[int] | None = None,
+    calibration_runs: int = 1,
 ) -> ProfileResult:
     """Capture ``command`` under nsys, export the report to SQLite and analyse it. With ``calibrate``, the
-    program is first run once without the profiler to time its steps (nsync.calibration). ``cpus``: the CPUs
+    program is first run without the profiler to time its steps (nsync.calibration), ``calibration_runs`` times
+    (their steps pooled: one run on a slow moment of the host then counts for its share). ``cpus``: the CPUs
     both runs are pinned to (the same host speed for both; fixtures/h200/README.md measures what it buys).
     ``options.window``: capture only those steps (nsync.nsys.window), in both runs; the whole run when the
     command is no Python program, or the calibration run shows the program ends before the window does.
@@ -147,7 +149,8 @@ def profile(
             run = run_calibration(command, target, tell, options.window)
             if run is not None:
                 options = _after_calibration(options, run, tell)
-                calibration = _kept(run.calibration, options, target, tell)
+                more = _more_runs(run.calibration, calibration_runs, command, options, target, tell)
+                calibration = _kept(more, target, tell)
         tell(f"capturing with nsys {nsys.version_str} ({nsys.path})")
         began = time.monotonic()
         try:
@@ -233,13 +236,32 @@ def _after_calibration(options: CaptureOptions, run: CalibrationRun, tell: Say) 
     return options
 
 
-def _kept(calibration: Calibration | None, options: CaptureOptions, target: Path, tell: Say) -> Calibration | None:
+def _more_runs(
+    first: Calibration | None, runs: int, command: Sequence[str], options: CaptureOptions, target: Path, tell: Say
+) -> Calibration | None:
+    """The first calibration run's timings of the steps the capture will hold, pooled with ``runs - 1`` more
+    runs' (each run as the first ran: the same window)."""
+    if first is None:
+        return None
+    timings = [first.of_window() if options.window is not None else first]
+    for k in range(2, runs + 1):
+        tell(f"calibration run {k} of {runs}")
+        run = run_calibration(command, target, tell, options.window)
+        if run is None or run.calibration is None:
+            break
+        timings.append(run.calibration.of_window() if options.window is not None else run.calibration)
+    return pooled(timings) if len(timings) > 1 else timings[0]
+
+
+def _kept(calibration: Calibration | None, target: Path, tell: Say) -> Calibration | None:
     """The timings of the steps the capture will hold, written to ``target``."""
     if calibration is None:
         return None
-    if options.window is not None:
-        calibration = calibration.of_window()
     write_calibration(calibration, target)
-    timed = ", ".join(f"{k} ({len(v) + 1} times)" for k, v in calibration.intervals_ns.items())
-    tell(f"calibration: timed {timed}; wrote {target}")
+    timed = ", ".join(f"{k} ({len(v) + calibration.runs} times)" for k, v in calibration.intervals_ns.items())
+    medians = "; ".join(
+        f"{k}: " + ", ".join(f"{m / 1e6:.3f}" for m in v) + " ms" for k, v in calibration.run_medians_ns.items()
+    )
+    runs = f" in {calibration.runs} runs (median steps {medians})" if calibration.runs > 1 else ""
+    tell(f"calibration: timed {timed}{runs}; wrote {target}")
     return calibration

@@ -4,6 +4,7 @@
 # pairs). `capture NAME:STEPS[:MODE]...`: capture with `nsync profile` (default flags, as a user runs it),
 # sanitize (--shrink) and compress into $OUT, with the analysis's JSON and the calibration file.
 # $NSYNC_DEADLINE (epoch seconds): start no program after it, so that a device call ends within its limit.
+# $NSYNC_PROFILE_ARGS: more options for `nsync profile` (e.g. "--calibration-runs 3").
 source "$(dirname "$0")/h200-env.sh"
 cd "$ROOT/fixtures/fresh"
 what=$1; shift
@@ -17,8 +18,9 @@ for spec in "$@"; do
     continue
   fi
   real_spec "$spec"
+  # shellcheck disable=SC2086  # (the extra options are words on purpose)
   LD_LIBRARY_PATH=$ROOT/.libdw python3 -m nsync profile --nsys "$NSYS" -o /tmp/prof --name "$out" --no-keep-report \
-    --json "$OUT/$out.json" "$name.py" "$mode" "$steps" > "/tmp/prof-$out.log" 2>&1
+    ${NSYNC_PROFILE_ARGS:-} --json "$OUT/$out.json" "$name.py" "$mode" "$steps" > "/tmp/prof-$out.log" 2>&1
   echo "== $out rc=$? $((SECONDS - s)) s"; grep -vE "^\| |^\{" "/tmp/prof-$out.log" | tail -14
   cp "/tmp/prof/$out.calibration.json" "$OUT/" 2>/dev/null
   python3 "$ROOT/scripts/sanitize_trace.py" "/tmp/prof/$out.sqlite" "$ROOT/fixtures/fresh" /home/user/proj --shrink

@@ -180,3 +180,46 @@ def test_analyze_picks_up_the_calibration_beside_the_trace_and_a_bad_one_is_an_e
     assert bad.stderr.strip().splitlines()[-1].startswith("nsync: error: ") and "Traceback" not in bad.stderr
     both = run("--calibration", str(beside(trace)), "--no-calibrate")
     assert both.returncode == 2 and "contradict" in both.stderr
+
+
+def test_calibration_runs_pool_their_steps_keep_each_median_and_give_their_spread(tmp_path: Path):
+    """Two runs of 4 steps, at 10 and 15 ms (a slow moment of the host in the second): pooled, the median step
+    is 12.5 ms, 1.25 times the faster run's (and the slower's 1.2 times it); a source only one run timed is left
+    out."""
+    import numpy as np
+
+    from nsync.calibration import Calibration, pooled
+
+    ms = 1e6
+    first = Calibration(tmp_path / "a.calibration.json", {"marks": np.full(4, 10 * ms), "nvtx:x": np.ones(4)})
+    second = Calibration(None, {"marks": np.full(4, 15 * ms)}, wall_s=2.0)
+    both = pooled([first, second])
+    assert both.runs == 2 and both.path == first.path and list(both.intervals_ns) == ["marks"]
+    assert both.intervals_ns["marks"].tolist() == [10 * ms] * 4 + [15 * ms] * 4
+    assert both.run_medians_ns == {"marks": (10 * ms, 15 * ms)}
+    assert both.spread("marks") == pytest.approx(1.25) and first.spread("marks") == 1.0
+    target = tmp_path / "both.calibration.json"
+    write_calibration(both, target)
+    again = read_calibration(target)
+    assert again.runs == 2 and again.run_medians_ns == both.run_medians_ns
+
+
+def test_the_likely_range_of_several_calibration_runs_holds_what_each_run_alone_predicts():
+    """w_print (fixtures/h200/cal-pinned) with its own calibration run, and as if two more runs had timed its
+    steps 1.1 times slower: the saving each run alone predicts (0.42 and 0.75 ms) lies in the likely range of
+    the three pooled."""
+    import dataclasses
+
+    from nsync import AnalysisConfig, analyze
+    from nsync.calibration import pooled
+    from nsync.stages.replay import saving_range
+
+    trace = Path(__file__).resolve().parents[1] / "fixtures/h200/cal-pinned/w_print_degraded.sqlite.xz"
+    one = read_calibration(beside(trace))
+    slow = dataclasses.replace(one, intervals_ns={k: v * 1.1 for k, v in one.intervals_ns.items()})
+    alone = [analyze(trace, calibration=c).what_if.all_syncs_saving_ns for c in (one, slow)]
+    assert alone[1] > 1.5 * alone[0]  # the slower host leaves the GPU idle longer at the sync
+    low, high = saving_range(
+        *analyze(trace, calibration=pooled([one, slow, slow])).what_if.all_syncs_span_ns, AnalysisConfig().saving_ratio
+    )
+    assert all(low <= saving <= high for saving in alone)

@@ -9,6 +9,7 @@ import re
 import statistics
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from nsync import AnalysisConfig, analyze
@@ -78,6 +79,7 @@ TIMING_ROW = re.compile(
 
 
 FRESH2 = FIXTURES / "fresh2"  # a second session of six of them, held out from the replay's changes
+FRESH3 = FIXTURES / "fresh3"  # a third of three, each calibrated by three runs
 
 
 def timings(folder: Path = FRESH) -> dict[str, tuple[float, float, bool]]:
@@ -86,7 +88,7 @@ def timings(folder: Path = FRESH) -> dict[str, tuple[float, float, bool]]:
     return {row[0]: (float(row[3]), float(row[5]), row[10] == "yes") for row in rows}
 
 
-@pytest.mark.parametrize("folder", [FRESH, FRESH2], ids=["fresh", "fresh2"])
+@pytest.mark.parametrize("folder", [FRESH, FRESH2, FRESH3], ids=["fresh", "fresh2", "fresh3"])
 def test_the_readme_table_is_what_the_raw_timings_give(folder: Path):
     """The README's table, recomputed from ab-timings.log (each program's runs pooled: medians of the blocks,
     of the pairs' savings, their quartiles, and 'beyond noise' when the quartiles exclude 0)."""
@@ -126,7 +128,7 @@ def captures(beyond_noise: bool) -> list[Path]:
     """The captures of both sessions whose fix measured a saving beyond noise, or none."""
     return [
         folder / f"{name}.sqlite.xz"
-        for folder in (FRESH, FRESH2)
+        for folder in (FRESH, FRESH2, FRESH3)
         for name, (_, _, beyond) in timings(folder).items()
         if beyond == beyond_noise
     ]
@@ -201,3 +203,13 @@ def test_a_decode_step_is_said_to_be_one_new_token():
     report = build_report(analyze(FRESH / "hf_generate.sqlite.xz"))
     assert report.steps.each == "one new token of generate()"
     assert build_report(fresh("timm_convnext")).steps.each == ""  # optimizer steps: a training step
+
+
+@pytest.mark.parametrize("name", ["pyg_collate", "hf_tok_tqdm", "hf_gpt2_perseq"])
+def test_a_capture_calibrated_by_three_runs_keeps_each_run_s_median_and_its_steps_pooled(name: str):
+    """fixtures/fresh3: `nsync profile --calibration-runs 3` on the H200, 40 steps captured: 40 intervals a run."""
+    calibration = read_calibration(beside(FRESH3 / f"{name}.sqlite.xz"))
+    assert calibration.runs == 3 and list(calibration.intervals_ns) == ["marks"]
+    runs = np.split(calibration.intervals_ns["marks"], 3)
+    assert calibration.run_medians_ns["marks"] == tuple(float(np.median(run)) for run in runs)
+    assert calibration.spread("marks") <= 1.2  # the runs agreed (README): the range is calibration_spread's

@@ -60,7 +60,7 @@ def held_out(calibrated_: bool = True) -> dict[str, tuple[float, tuple[float, fl
     cases["reads/w_reads"] = 1.697, predicted(FIXTURES / "h200/reads/w_reads_degraded.sqlite.xz")
     for pair in ("1", "2"):  # the hidden .item(): 6.280 -> 6.771 ms, five separate runs a mode
         cases[f"hidden/{pair}"] = 6.771 - 6.280, predicted(FIXTURES / f"h200/hidden/{pair}/w_hidden_degraded.sqlite.xz")
-    for folder in ("fresh", "fresh2"):  # fresh2: another session, held out from the replay's changes
+    for folder in ("fresh", "fresh2", "fresh3"):  # two more sessions, held out from the replay's changes
         for name, (_, saving, beyond) in fresh_measured(FIXTURES / folder).items():
             if beyond:
                 cases[f"{folder}/{name}"] = saving, predicted(FIXTURES / f"{folder}/{name}.sqlite.xz")
@@ -93,18 +93,18 @@ MISSED = ["fresh/timm_perclass", "fresh2/hf_tok_tqdm", "fresh2/timm_perclass"]
 
 
 @pytest.mark.slow
-def test_on_the_sets_it_was_not_tuned_on_the_range_holds_the_measured_saving_16_times_in_19_calibrated():
+def test_on_the_sets_it_was_not_tuned_on_the_range_holds_the_measured_saving_19_times_in_22_calibrated():
     """Held out: the pinned lab set (6 of 6), the real programs (2 of 2), the grouped reads (1 of 1), the hidden
-    `.item()` (2 of 2), the fresh programs whose fix paid (3 of 4: timm_perclass's loop of reads), and their
-    second session (2 of 4)."""
+    `.item()` (2 of 2), the fresh programs whose fix paid (3 of 4: timm_perclass's loop of reads), their second
+    session (2 of 4) and their third (3 of 3)."""
     cases = held_out()
     missed = sorted(case for case, (saving, predicted) in cases.items() if not inside(saving, predicted))
     assert missed == MISSED
-    assert len(cases) == 19
+    assert len(cases) == 22
 
 
 @pytest.mark.slow
-def test_uncalibrated_the_range_holds_the_measured_saving_17_times_in_19():
+def test_uncalibrated_the_range_holds_the_measured_saving_20_times_in_22():
     cases = held_out(calibrated_=False)
     missed = sorted(case for case, (saving, predicted) in cases.items() if not inside(saving, predicted))
     assert missed == ["fresh/timm_perclass", "fresh2/timm_perclass"]
@@ -116,18 +116,18 @@ def median_error(calibrated_: bool) -> float:
 
 @pytest.mark.slow
 def test_held_out_the_calibrated_point_misses_less_than_the_uncalibrated():
-    """19 % and 38 % (fixtures/fresh2/README.md)."""
-    assert median_error(True) <= 0.20 and median_error(True) < median_error(False)
+    """25 % and 38 % over the 22 (fixtures/h200/README.md, "How sure is a saving?")."""
+    assert median_error(True) <= 0.26 and median_error(True) < median_error(False)
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="19 % over the 19 cases (12 % over the first 15): fixtures/fresh2/README.md")
+@pytest.mark.xfail(strict=True, reason="25 % over the 22 cases (12 % over the first 15): fixtures/fresh2, fresh3")
 def test_held_out_the_median_error_of_the_calibrated_point_prediction_is_at_most_15_percent():
     assert median_error(True) <= 0.15
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="16 of 19 calibrated (84 %; 14 of 15 before the second session)")
+@pytest.mark.xfail(strict=True, reason="19 of 22 calibrated (86 %; 14 of 15 before the second and third sessions)")
 def test_the_range_holds_the_measured_saving_nine_times_in_ten_held_out():
     cases = held_out()
     assert sum(inside(*pair) for pair in cases.values()) >= 0.9 * len(cases)

@@ -307,6 +307,46 @@ def test_profile_runs_the_program_once_unprofiled_first_and_writes_its_calibrati
     assert data["intervals_ns"]["nvtx:step N"] == [2_500_000, 3_000_000, 2_500_000, 3_000_000]
 
 
+RUN_SPEEDS = """
+from pathlib import Path
+import torch, torch.cuda as cuda
+from torch.optim.optimizer import Optimizer
+counter = Path("runs.txt")
+run = int(counter.read_text()) if counter.exists() else 0
+counter.write_text(str(run + 1))
+cuda.initialized = True
+opt = Optimizer()
+for i in range(6):
+    cuda.clock_ms += [2.0, 3.0, 2.5, 1.0][min(run, 3)]  # ms a step: each run of the program at its own speed
+    opt.step()
+"""
+
+
+@pytest.mark.slow
+@needs_nsys
+def test_several_calibration_runs_are_pooled_and_each_run_s_median_step_is_kept(tmp_path):
+    """Three calibration runs of a program whose steps take 2.0, 3.0 and 2.5 ms in its first three runs (a
+    stand-in torch, tests/test_calibration.py): five intervals a run, pooled; the medians by construction."""
+    from tests.test_calibration import fake_torch
+
+    fake = fake_torch(tmp_path / "fake")
+    script = tmp_path / "train.py"
+    script.write_text(RUN_SPEEDS)
+    env = {**os.environ, "PYTHONPATH": str(fake)}
+    done = subprocess.run(
+        [NSYNC, "profile", "--python", sys.executable, "--no-cpu-sampling", "--calibration-runs", "3",
+         "-o", "out", str(script)],
+        cwd=tmp_path, capture_output=True, text=True, env=env, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "nsync: calibration run 2 of 3\n" in done.stderr and "nsync: calibration run 3 of 3\n" in done.stderr
+    assert "marks (18 times) in 3 runs (median steps marks: 2.000, 3.000, 2.500 ms)" in done.stderr
+    data = json.loads((tmp_path / "out" / "train.calibration.json").read_text())
+    assert data["run_medians_ns"] == {"marks": [2_000_000, 3_000_000, 2_500_000]}
+    assert data["intervals_ns"]["marks"] == [2_000_000] * 5 + [3_000_000] * 5 + [2_500_000] * 5
+    assert (tmp_path / "runs.txt").read_text() == "4"  # three calibration runs, then the capture
+
+
 @pytest.mark.slow
 @needs_nsys
 def test_cpus_pins_the_calibration_run_and_the_capture_to_the_same_cpus(tmp_path):
