@@ -385,6 +385,7 @@ def test_the_patches_nsync_writes_for_the_real_programs_are_the_ones_run_on_the_
     subprocess.run(["git", "apply", "--check", str(patch)], cwd=tmp_path, check=True)
 
 
+@pytest.mark.slow
 def test_the_database_holds_each_call_sites_fix(tmp_path: Path) -> None:
     """--db: the call sites' table carries the fix written for each (the lab's w_item, its source found with
     source_dirs): its one call site, the comprehension of norm reads, one torch._foreach_norm."""

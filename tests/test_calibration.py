@@ -204,6 +204,7 @@ def test_calibration_runs_pool_their_steps_keep_each_median_and_give_their_sprea
     assert again.runs == 2 and again.run_medians_ns == both.run_medians_ns
 
 
+@pytest.mark.slow
 def test_the_likely_range_of_several_calibration_runs_holds_what_each_run_alone_predicts():
     """w_print (fixtures/h200/cal-pinned) with its own calibration run, and as if two more runs had timed its
     steps 1.1 times slower: the saving each run alone predicts (0.42 and 0.75 ms) lies in the likely range of

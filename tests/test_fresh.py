@@ -29,6 +29,7 @@ def fresh(name: str) -> Analysis:
     return analyze(trace, calibration=read_calibration(beside(trace)))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(SYNCS))
 def test_a_window_capture_keeps_every_row_and_finds_the_captured_steps(name: str):
     a = fresh(name)

@@ -127,6 +127,7 @@ MEASURED = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(MEASURED))
 def test_fixing_the_sync_predicts_the_healthy_step(h200_analysis, name):
     _degraded, healthy, file, line = MEASURED[name]
