@@ -241,15 +241,19 @@ def _more_runs(
 ) -> Calibration | None:
     """The first calibration run's timings of the steps the capture will hold, pooled with ``runs - 1`` more
     runs' (each run as the first ran: the same window)."""
+
+    def held(calibration: Calibration) -> Calibration:
+        return calibration.of_window() if options.window is not None else calibration
+
     if first is None:
         return None
-    timings = [first.of_window() if options.window is not None else first]
+    timings = [held(first)]
     for k in range(2, runs + 1):
         tell(f"calibration run {k} of {runs}")
         run = run_calibration(command, target, tell, options.window)
         if run is None or run.calibration is None:
             break
-        timings.append(run.calibration.of_window() if options.window is not None else run.calibration)
+        timings.append(held(run.calibration))
     return pooled(timings) if len(timings) > 1 else timings[0]
 
 

@@ -19,6 +19,7 @@ import pandas as pd
 from nsync.keys import codes_in, take_matched
 from nsync.load import CallsiteSource, Frame, Stack, StackTable, Trace
 from nsync.stages.detect import SyncKind
+from nsync.stages.timeline import rows_by_key
 
 # PyTorch's own files: installed, or in a source tree (``.../torch/nn/...``); not any folder named torch
 TORCH_FILE = (
@@ -229,15 +230,15 @@ def _next_sync_of_the_same_line(trace: Trace, syncs: pd.DataFrame, stack_id: np.
     out = np.full(len(syncs), -1, np.int64)
     tid = syncs["global_tid"].to_numpy(np.int64)
     start, end = syncs["start"].to_numpy(np.int64), syncs["end"].to_numpy(np.int64)
-    api_tid, api_start = trace.api["global_tid"].to_numpy(np.int64), trace.api["start"].to_numpy(np.int64)
-    for thread in np.unique(tid[stack_id < 0]):
-        mine = np.flatnonzero(tid == thread)  # in start order (SYNC_ORDER)
-        here, after = mine[:-1], mine[1:]
-        close = (stack_id[here] < 0) & (stack_id[after] >= 0) & (start[after] - end[here] <= SAME_LINE_NS)
-        calls = np.sort(api_start[api_tid == thread])
-        between = np.searchsorted(calls, start[after], "left") - np.searchsorted(calls, end[here], "left")
-        adopt = close & (between == 0)
-        out[here[adopt]] = after[adopt]
+    following = pd.Series(np.arange(len(syncs))).groupby(tid).shift(-1).fillna(-1).to_numpy(np.int64)
+    after = np.where(following >= 0, following, 0)
+    close = (stack_id < 0) & (following >= 0) & (stack_id[after] >= 0) & (start[after] - end <= SAME_LINE_NS)
+    here = np.flatnonzero(close)
+    api_start = trace.api["start"].to_numpy(np.int64)
+    for mine, rows in rows_by_key([trace.api["global_tid"].to_numpy(np.int64)], [tid[here]], api_start):
+        calls, k = api_start[rows], here[mine]  # the thread's calls in time order
+        between = np.searchsorted(calls, start[after[k]], "left") - np.searchsorted(calls, end[k], "left")
+        out[k[between == 0]] = after[k[between == 0]]
     return out
 
 

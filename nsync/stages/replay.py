@@ -100,8 +100,7 @@ def prepare(ops: pd.DataFrame, syncs: pd.DataFrame, steps: Steps) -> ReplayModel
         streams[(pid, device, stream)] = rows
     still_running = ops.loc[before & (ops["end"].to_numpy(np.int64) > start_ns)]
     busy_until = still_running.groupby(list(STREAM_KEYS))["end"].max()
-    latency = _launch_latency(streams, launch, start, end)
-    gap = _dispatch_gap(streams, launch, start, end)
+    latency, gap = _launch_latency_and_gap(streams, launch, start, end)
     s0, s1 = syncs["start"].to_numpy(np.int64), syncs["end"].to_numpy(np.int64)
     own = s1 - syncs["exposed_start_ns"].to_numpy(np.int64)  # the wait for its own work, after the drain
     tids = syncs["global_tid"].to_numpy(np.int64)
@@ -132,29 +131,26 @@ def prepare(ops: pd.DataFrame, syncs: pd.DataFrame, steps: Steps) -> ReplayModel
     )
 
 
-def _launch_latency(streams: dict, launch: np.ndarray, start: np.ndarray, end: np.ndarray) -> float:
-    """Median delay from launch call to GPU start for ops that found their stream idle."""
-    delays = []
+def _launch_latency_and_gap(
+    streams: dict, launch: np.ndarray, start: np.ndarray, end: np.ndarray
+) -> tuple[float, float]:
+    """The median delay from launch call to GPU start of the ops that found their stream idle, and the median
+    time from an op's end to the start of the op queued behind it (launched before that end: the GPU's dispatch
+    gap, about 1 µs on the H200, fixtures/h200/README.md; longer waits are not the gap, something else held
+    the op)."""
+    delays, gaps = [], []
     for rows in streams.values():
         prev_end = np.concatenate([[np.iinfo(np.int64).min], np.maximum.accumulate(end[rows])[:-1]])
         idle = prev_end < launch[rows]  # the stream had drained before this launch: no queueing delay
         delays.append((start[rows] - launch[rows])[idle])
-    found = np.concatenate(delays) if delays else np.zeros(0)
-    found = found[found >= 0]
-    return float(np.median(found)) if len(found) else float(DEFAULT_LATENCY_NS)
-
-
-def _dispatch_gap(streams: dict, launch: np.ndarray, start: np.ndarray, end: np.ndarray) -> float:
-    """Median time from an op's end to the start of the op queued behind it (launched before that end): about
-    1 µs on the H200 (fixtures/h200/README.md). Longer waits are not the gap but something else held the op."""
-    gaps = []
-    for rows in streams.values():
-        prev_end = np.concatenate([[np.iinfo(np.int64).max], np.maximum.accumulate(end[rows])[:-1]])
         queued = launch[rows] < prev_end
         gaps.append((start[rows] - prev_end)[queued])
+    found = np.concatenate(delays) if delays else np.zeros(0)
+    found = found[found >= 0]
+    latency = float(np.median(found)) if len(found) else float(DEFAULT_LATENCY_NS)
     found = np.concatenate(gaps) if gaps else np.zeros(0)
     found = found[(found >= 0) & (found < MAX_GAP_NS)]
-    return float(np.median(found)) if len(found) else 0.0
+    return latency, float(np.median(found)) if len(found) else 0.0
 
 
 CALL_KEYS = ("site_id", "caller_id", "stack_id")  # what tells one call of a line from the next (_calls)
