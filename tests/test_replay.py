@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from nsync.stages.replay import PROFILED_HOST_SCALE_MAX, fit_host_scale
+from nsync.stages.replay import PROFILED_HOST_SCALE_MAX, fit_host_scale, other_scales
 from tests.tracebuilder import DEVICE, DTOH, PINNED, TraceBuilder, ns
 
 PERIOD = 1020
@@ -106,10 +106,32 @@ def test_a_fix_takes_away_one_call_s_work_between_its_syncs_but_not_a_loop_s(bui
 def test_a_calibration_slower_than_the_profiler_can_explain_caps_the_host_scale():
     """A replay that runs at 1000 µs + 1000 µs times the host scale fits a 2100 µs step at 1.1: nsys never
     leaves a host faster than it was (1.1 to 2.2 times slower), so that calibration run's host was slow."""
-    scale, note = fit_host_scale(lambda s: ns(1000) * (1 + s), ns(2100), 0.6)
-    assert scale == pytest.approx(1 / 1.1) and scale == PROFILED_HOST_SCALE_MAX
+    scale, note, held = fit_host_scale(lambda s: ns(1000) * (1 + s), ns(2100), 0.6)
+    assert scale == pytest.approx(1 / 1.1) and scale == PROFILED_HOST_SCALE_MAX and not held
     assert "capped at 0.909" in note
     assert fit_host_scale(lambda s: ns(1000) * (1 + s), ns(1500), 0.6)[0] == pytest.approx(0.5, abs=0.01)
+
+
+def test_a_calibration_that_did_not_hold_leaves_the_uncalibrated_range_in_the_span():
+    """The same replay (1000 µs + 1000 µs times the scale): a 2100 µs calibration step is capped (it did not
+    hold), so the other scales are those fitted to 2100 / 1.25 = 1680 µs (0.68), to 2625 µs (beyond any scale:
+    the slowest host nsys leaves, 1 / 1.1, the fitted one already) and the uncalibrated range's 0.4 and 0.85."""
+    replay_ns = lambda s: ns(1000) * (1 + s)  # noqa: E731
+    fit = fit_host_scale(replay_ns, ns(2100), 0.6)
+    scales = other_scales(replay_ns, fit, ns(2100), 1.25, (0.4, 0.85))
+    assert scales[0] == pytest.approx(0.68, abs=0.01) and scales[1:] == (0.4, 0.85)
+
+
+def test_a_slower_run_than_the_replay_can_reach_is_the_slowest_host_nsys_leaves():
+    """A 1500 µs calibration step fits 0.5 and holds: the faster run (1200 µs) fits 0.2, the slower (1875 µs)
+    0.875. Taken as a 2000 µs calibration, the slower run (2500 µs) would need 1.5, beyond any host scale
+    replayed: it is the slowest host nsys leaves, 1 / 1.1 (it was the fitted scale, so no slower end at all)."""
+    replay_ns = lambda s: ns(1000) * (1 + s)  # noqa: E731
+    fit = fit_host_scale(replay_ns, ns(1500), 0.6)
+    assert fit.held
+    faster, slower = other_scales(replay_ns, fit, ns(1500), 1.25, (0.4, 0.85))
+    assert (faster, slower) == (pytest.approx(0.2, abs=0.01), pytest.approx(0.875, abs=0.01))
+    assert other_scales(replay_ns, fit, ns(2000), 1.25, (0.4, 0.85))[1] == PROFILED_HOST_SCALE_MAX
 
 
 @pytest.mark.parametrize("name", ["print_deg", "print_ok"])

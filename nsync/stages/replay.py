@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -405,7 +405,16 @@ FIT_TOLERANCE = 0.005  # a replayed step within 0.5 % of the target fits
 PROFILED_HOST_SCALE_MAX = 1 / 1.1
 
 
-def fit_host_scale(predict: Callable[[float], float], target_ns: float, uncalibrated: float) -> tuple[float, str]:
+class HostScaleFit(NamedTuple):
+    """A host scale, how it was found, and whether a calibration bounds it (``held``): not where there is none,
+    nor where its run was slower than the profiler can explain (or its GPU was)."""
+
+    scale: float
+    note: str
+    held: bool = True
+
+
+def fit_host_scale(predict: Callable[[float], float], target_ns: float, uncalibrated: float) -> HostScaleFit:
     """The host scale whose replay (``predict``, non-decreasing in the scale) runs at ``target_ns``, the
     program's unprofiled step, and a note on how it was found.
 
@@ -414,9 +423,11 @@ def fit_host_scale(predict: Callable[[float], float], target_ns: float, uncalibr
     low, high = SCALE_RANGE
     fastest, slowest = predict(low), predict(high)
     if slowest < target_ns:  # even a host slower than under nsys leaves the replay faster: the GPU was slower
-        return uncalibrated, (
+        return HostScaleFit(
+            uncalibrated,
             f"the unprofiled run ({target_ns / 1e6:.3f} ms a step) was slower than the capture replayed at any "
-            f"host speed ({slowest / 1e6:.3f} ms): its GPU ran slower, so the host scale stays {uncalibrated:g}"
+            f"host speed ({slowest / 1e6:.3f} ms): its GPU ran slower, so the host scale stays {uncalibrated:g}",
+            held=False,
         )
     goal = max(target_ns, fastest) * (1 + FIT_TOLERANCE)
     for _ in range(FIT_REPLAYS - 2):  # the largest scale whose replay stays within the goal
@@ -424,16 +435,19 @@ def fit_host_scale(predict: Callable[[float], float], target_ns: float, uncalibr
         low, high = (middle, high) if predict(middle) <= goal else (low, middle)
     if fastest <= target_ns * (1 + FIT_TOLERANCE):
         if low > PROFILED_HOST_SCALE_MAX:
-            return PROFILED_HOST_SCALE_MAX, (
+            return HostScaleFit(
+                PROFILED_HOST_SCALE_MAX,
                 f"the unprofiled run ({target_ns / 1e6:.3f} ms a step) fits a host slower than the profiler ever "
                 f"leaves one (host scale {low:.3g}): that run's host was slow, so the scale is capped at "
-                f"{PROFILED_HOST_SCALE_MAX:.3g}"
+                f"{PROFILED_HOST_SCALE_MAX:.3g} and the likely range takes in the uncalibrated host scales",
+                held=False,
             )
-        return low, f"the replay matches its unprofiled step ({target_ns / 1e6:.3f} ms)"
+        return HostScaleFit(low, f"the replay matches its unprofiled step ({target_ns / 1e6:.3f} ms)")
     scale = min(low, uncalibrated)
-    return scale, (
+    return HostScaleFit(
+        scale,
         f"the GPU bounds the replay at {fastest / 1e6:.3f} ms a step, above the unprofiled "
-        f"{target_ns / 1e6:.3f} ms: the host scale is at most {low:.3g}, {scale:.3g} used"
+        f"{target_ns / 1e6:.3f} ms: the host scale is at most {low:.3g}, {scale:.3g} used",
     )
 
 
@@ -455,18 +469,21 @@ def saving_range(least: Any, largest: Any, ratio: tuple[float, float]) -> tuple[
 
 def other_scales(
     predict: Callable[[float], float],
-    host_scale: float,
+    fit: HostScaleFit,
     target_ns: float | None,
     spread: float,
     scale_range: tuple[float, ...],
 ) -> tuple[float, ...]:
-    """The other host scales the run may have had: fitted to another run's unprofiled step, ``spread`` times
-    faster or slower than the calibration run's (``target_ns``), or, uncalibrated, the ends of the range
-    of scales fitted on real and lab programs."""
-    if target_ns is None:
-        return tuple(s for s in scale_range if s != host_scale)
-    fitted = (fit_host_scale(predict, target_ns * factor, host_scale)[0] for factor in (1 / spread, spread))
-    return tuple(s for s in dict.fromkeys(fitted) if s != host_scale)
+    """The other host scales the run may have had beside ``fit``'s: fitted to another run's unprofiled step,
+    ``spread`` times faster or slower than the calibration run's (``target_ns``; a run slower than any host
+    scale can replay: the slowest host the profiler leaves, 1 / 1.1), and, where no calibration holds, the
+    ends of the range of scales fitted on real and lab programs."""
+    fitted = () if target_ns is None else (
+        fit_host_scale(predict, target_ns / spread, fit.scale).scale,
+        fit_host_scale(predict, target_ns * spread, PROFILED_HOST_SCALE_MAX).scale,
+    )  # fmt: skip
+    unbounded = () if fit.held else scale_range
+    return tuple(s for s in dict.fromkeys((*fitted, *unbounded)) if s != fit.scale)
 
 
 REPLAY_AGREES = 2.0  # the replay as captured within this factor of the measured steps, or no what-if
@@ -499,8 +516,9 @@ def what_if(
         raise ReplaySkipped("what-if replay needs steps")
     sync_start = syncs["start"].to_numpy(np.int64)
     calibrated = calibrated_steps_ns is not None
-    alternatives = (2 if spread != 1 else 0) if calibrated else len(scale_range)  # host scales beside the fitted
-    fits = FIT_REPLAYS * (1 + alternatives) if calibrated else 0
+    # host scales beside the fitted: a faster and a slower run's, and the range where a calibration did not hold
+    alternatives = 2 + len(scale_range) if calibrated else len(scale_range)
+    fits = FIT_REPLAYS * 3 if calibrated else 0
     scale_count = 1 + alternatives
     first, stop = replay_span(steps, sync_start, (len(callsites) + len(groups) + 3) * scale_count + 1 + fits)
     replayed = steps.analysed.iloc[first:stop]
@@ -534,11 +552,12 @@ def what_if(
             f"what-if replay skipped: the trace replayed as captured takes {as_captured / 1e6:.3f} ms a step where "
             f"its steps measure {measured / 1e6:.3f} ms: its GPU rows and its steps disagree (a damaged export?)"
         )
-    note = ""
     target_ns = None if calibrated_steps_ns is None else _median(calibrated_steps_ns)
+    fit = HostScaleFit(host_scale, "", held=False)  # uncalibrated
     if target_ns is not None:
-        host_scale, note = fit_host_scale(predict_as_is, target_ns, host_scale)
-    scales = (host_scale, *other_scales(predict_as_is, host_scale, target_ns, spread, scale_range))
+        fit = fit_host_scale(predict_as_is, target_ns, host_scale)
+    host_scale = fit.scale
+    scales = (host_scale, *other_scales(predict_as_is, fit, target_ns, spread, scale_range))
     replayed_sites = [
         int(site) for site in callsites.sort_values("exposed_idle_ns", ascending=False).head(sites_fit)["site_id"]
     ]
@@ -568,7 +587,7 @@ def what_if(
         replayed_steps=(first, stop),
         sites_left_out=len(callsites) - sites,
         calibrated_steps_ns=calibrated_steps_ns,
-        calibration_note=note,
+        calibration_note=fit.note,
         group_saving_ns=tuple(saved[0, 1 + sites : -1].tolist()),
         saving_span_ns=dict(zip(replayed_sites, spans[1 : 1 + sites])),
         group_saving_span_ns=tuple(spans[1 + sites : -1]),
