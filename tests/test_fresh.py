@@ -81,6 +81,7 @@ TIMING_ROW = re.compile(
 
 FRESH2 = FIXTURES / "fresh2"  # a second session of six of them, held out from the replay's changes
 FRESH3 = FIXTURES / "fresh3"  # a third of three, each calibrated by three runs
+FRESH4 = FIXTURES / "fresh4"  # a fourth of five, held out from the likely range's last rules
 
 
 def timings(folder: Path = FRESH) -> dict[str, tuple[float, float, bool]]:
@@ -89,7 +90,7 @@ def timings(folder: Path = FRESH) -> dict[str, tuple[float, float, bool]]:
     return {row[0]: (float(row[3]), float(row[5]), row[10] == "yes") for row in rows}
 
 
-@pytest.mark.parametrize("folder", [FRESH, FRESH2, FRESH3], ids=["fresh", "fresh2", "fresh3"])
+@pytest.mark.parametrize("folder", [FRESH, FRESH2, FRESH3, FRESH4], ids=["fresh", "fresh2", "fresh3", "fresh4"])
 def test_the_readme_table_is_what_the_raw_timings_give(folder: Path):
     """The README's table, recomputed from ab-timings.log (each program's runs pooled: medians of the blocks,
     of the pairs' savings, their quartiles, and 'beyond noise' when the quartiles exclude 0)."""
@@ -126,10 +127,10 @@ def verdict_word(trace: Path, calibrated: bool) -> str:
 
 
 def captures(beyond_noise: bool) -> list[Path]:
-    """The captures of both sessions whose fix measured a saving beyond noise, or none."""
+    """The captures of every session whose fix measured a saving beyond noise, or none."""
     return [
         folder / f"{name}.sqlite.xz"
-        for folder in (FRESH, FRESH2, FRESH3)
+        for folder in (FRESH, FRESH2, FRESH3, FRESH4)
         for name, (_, _, beyond) in timings(folder).items()
         if beyond == beyond_noise
     ]
@@ -214,3 +215,17 @@ def test_a_capture_calibrated_by_three_runs_keeps_each_run_s_median_and_its_step
     runs = np.split(calibration.intervals_ns["marks"], 3)
     assert calibration.run_medians_ns["marks"] == tuple(float(np.median(run)) for run in runs)
     assert calibration.spread("marks") <= 1.2  # the runs agreed (README): the range is calibration_spread's
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="fixtures/fresh4: 0.38 ms calibrated (likely under 0.67), 'nothing': its host scale fits 0.84, where "
+    "the replay is bound by the tokenizer's host work, which nsys barely slows (one host scale for all host time)",
+)
+def test_a_fix_that_paid_in_three_sessions_is_not_nothing_in_the_fourth():
+    """hf_tok_tqdm's fix paid 3.0, 3.7 and 3.1 ms a step in three sessions; in the fourth 1.7 (quartiles across
+    zero). Uncalibrated the fourth's capture says "measure"."""
+    assert [timings(folder)["hf_tok_tqdm"][2] for folder in (FRESH, FRESH2, FRESH3, FRESH4)] == [True] * 3 + [False]
+    assert verdict_word(FRESH4 / "hf_tok_tqdm.sqlite.xz", calibrated=False) == "measure"
+    assert verdict_word(FRESH4 / "hf_tok_tqdm.sqlite.xz", calibrated=True) != "nothing"
