@@ -4,13 +4,16 @@ Usage: python scripts/sanitize_trace.py TRACE.sqlite CAPTURE_DIR [REPLACEMENT] [
 (edits TRACE in place)
 
 --shrink also empties the tables nsync never reads (CPU samples and their callchains, OS runtime calls,
-scheduling), so that a long capture fits in a fixture; the tables themselves stay.
+scheduling), so that a long capture fits in a fixture; the tables themselves stay. It also drops the native
+CUDA backtraces nsync never reads (it reads those of the calls that may sync and have no Python frames: about a
+fifth of a fixture's size goes).
 --keep-until=NS cuts the capture short: every CUDA call, GPU op and NVTX range that starts after NS (the
 trace's own clock) goes, with the backtraces only they used. Say so wherever the fixture is described.
 """
 
 import sqlite3
 import sys
+from pathlib import Path
 
 UNREAD_TABLES = ("COMPOSITE_EVENTS", "SAMPLING_CALLCHAINS", "OSRT_API", "OSRT_CALLCHAINS", "SCHED_EVENTS")
 TIMED_TABLES = (
@@ -45,5 +48,15 @@ if keep_until is not None and "CUDA_CALLCHAINS" in tables:
         "(SELECT callchainId FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE callchainId IS NOT NULL)"
     )
 conn.commit()
+if shrink and "CUDA_CALLCHAINS" in tables:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from nsync.load import load_trace
+
+    whole = load_trace(path, max_memory_bytes=1 << 62)  # all of it: never a part that fits in memory
+    read = whole.callchains["callchain_id"].unique().tolist()
+    conn.execute("CREATE TEMP TABLE read_chains (id INTEGER PRIMARY KEY)")
+    conn.executemany("INSERT INTO read_chains VALUES (?)", [(int(chain),) for chain in read])
+    conn.execute("DELETE FROM CUDA_CALLCHAINS WHERE id NOT IN (SELECT id FROM read_chains)")
+    conn.commit()
 conn.execute("VACUUM")
 conn.close()
