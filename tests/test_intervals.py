@@ -60,7 +60,7 @@ def held_out(calibrated_: bool = True) -> dict[str, tuple[float, tuple[float, fl
     cases["reads/w_reads"] = 1.697, predicted(FIXTURES / "h200/reads/w_reads_degraded.sqlite.xz")
     for pair in ("1", "2"):  # the hidden .item(): 6.280 -> 6.771 ms, five separate runs a mode
         cases[f"hidden/{pair}"] = 6.771 - 6.280, predicted(FIXTURES / f"h200/hidden/{pair}/w_hidden_degraded.sqlite.xz")
-    for folder in ("fresh", "fresh2", "fresh3", "fresh4"):  # three more sessions, each held out from a change
+    for folder in ("fresh", "fresh2", "fresh3", "fresh4", "fresh5"):  # four more sessions, each held out from a change
         for name, (_, saving, beyond) in fresh_measured(FIXTURES / folder).items():
             if beyond:
                 cases[f"{folder}/{name}"] = saving, predicted(FIXTURES / f"{folder}/{name}.sqlite.xz")
@@ -90,25 +90,25 @@ def test_the_ratio_holds_the_set_it_was_tuned_on_with_a_tenth_to_spare():
 
 
 # a fix that takes away a loop the replay keeps (timm_perclass, every session): fixtures/fresh2/README.md
-MISSED = ["fresh/timm_perclass", "fresh2/timm_perclass", "fresh4/timm_perclass"]
+MISSED = ["fresh/timm_perclass", "fresh2/timm_perclass", "fresh4/timm_perclass", "fresh5/timm_perclass"]
 
 
 @pytest.mark.slow
-def test_on_the_sets_it_was_not_tuned_on_the_range_holds_the_measured_saving_21_times_in_24_calibrated():
+def test_on_the_sets_it_was_not_tuned_on_the_range_holds_the_measured_saving_24_times_in_28_calibrated():
     """Held out: the pinned lab set (6 of 6), the real programs (2 of 2), the grouped reads (1 of 1), the hidden
     `.item()` (2 of 2), the fresh programs whose fix paid (3 of 4: timm_perclass's loop of reads), their second
-    session (3 of 4), their third (3 of 3) and their fourth (1 of 2). The second session's hf_tok_tqdm came
+    session (3 of 4), their third (3 of 3), fourth (1 of 2) and fifth (3 of 4). The second session's hf_tok_tqdm came
     inside (0.30-7.89 ms, 3.70 measured) when a calibration the profiler cannot explain stopped narrowing the
-    range, a rule made after that miss was seen (19 of 22 before it); the fourth session, held out from that
-    rule, scores it: the same inside or out with the rule and without (fixtures/fresh4/README.md)."""
+    range, a rule made after that miss was seen (19 of 22 before it); the fourth and fifth sessions, held out
+    from that rule, score it: the same inside or out with the rule and without (fixtures/fresh4, fresh5)."""
     cases = held_out()
     missed = sorted(case for case, (saving, predicted) in cases.items() if not inside(saving, predicted))
     assert missed == MISSED
-    assert len(cases) == 24
+    assert len(cases) == 28
 
 
 @pytest.mark.slow
-def test_uncalibrated_the_range_holds_the_measured_saving_21_times_in_24():
+def test_uncalibrated_the_range_holds_the_measured_saving_24_times_in_28():
     cases = held_out(calibrated_=False)
     missed = sorted(case for case, (saving, predicted) in cases.items() if not inside(saving, predicted))
     assert missed == MISSED
@@ -120,18 +120,18 @@ def median_error(calibrated_: bool) -> float:
 
 @pytest.mark.slow
 def test_held_out_the_calibrated_point_misses_less_than_the_uncalibrated():
-    """27 % and 38 % over the 24 (fixtures/h200/README.md, "How sure is a saving?")."""
-    assert median_error(True) <= 0.28 and median_error(True) < median_error(False)
+    """30 % and 39 % over the 28 (fixtures/h200/README.md, "How sure is a saving?")."""
+    assert median_error(True) <= 0.31 and median_error(True) < median_error(False)
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="27 % over the 24 cases (12 % over the first 15): fixtures/fresh2-fresh4")
+@pytest.mark.xfail(strict=True, reason="30 % over the 28 cases (12 % over the first 15): fixtures/fresh2-fresh5")
 def test_held_out_the_median_error_of_the_calibrated_point_prediction_is_at_most_15_percent():
     assert median_error(True) <= 0.15
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="21 of 24 calibrated (88 %): timm_perclass's loop, in three sessions")
+@pytest.mark.xfail(strict=True, reason="24 of 28 calibrated (86 %): timm_perclass's loop, in four sessions")
 def test_the_range_holds_the_measured_saving_nine_times_in_ten_held_out():
     cases = held_out()
     assert sum(inside(*pair) for pair in cases.values()) >= 0.9 * len(cases)
