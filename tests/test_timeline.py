@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from nsync.keys import DIRECT_RANGE, codes_in, dense_codes, match_rows
 from nsync.stages import timeline
-from nsync.stages.timeline import BusyUnion, group_codes, latest_holding, rows_by_key
+from nsync.stages.timeline import BusyUnion, group_codes, latest_holding, neighbour_in_group, rows_by_key
 
 RNG = np.random.default_rng(7)
 
@@ -128,3 +128,14 @@ def test_idle_once_adds_up_to_the_idle_in_the_union_of_the_windows(busy, windows
     busy_ns = {t for s, d in busy for t in range(s, s + d)}
     held_ns = {t for s, e in zip(start.tolist(), end.tolist()) for t in range(s, e)}
     assert int(once.sum()) == len(held_ns - busy_ns)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 4), max_size=40), st.sampled_from([-2, -1, 1, 2]))
+def test_neighbour_in_group_is_the_row_step_places_away_among_its_key_s_rows(keys: list[int], step: int):
+    expected = []
+    for row, key in enumerate(keys):
+        mine = [r for r, k in enumerate(keys) if k == key]  # the key's rows, in row order
+        at = mine.index(row) + step
+        expected.append(mine[at] if 0 <= at < len(mine) else -1)
+    assert neighbour_in_group(np.array(keys, np.int64), step).tolist() == expected

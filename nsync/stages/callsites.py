@@ -19,7 +19,7 @@ import pandas as pd
 from nsync.keys import codes_in, take_matched
 from nsync.load import CallsiteSource, Frame, Stack, StackTable, Trace
 from nsync.stages.detect import SyncKind
-from nsync.stages.timeline import rows_by_key
+from nsync.stages.timeline import neighbour_in_group, rows_by_key
 
 # PyTorch's own files: installed, or in a source tree (``.../torch/nn/...``); not any folder named torch
 TORCH_FILE = (
@@ -230,7 +230,7 @@ def _next_sync_of_the_same_line(trace: Trace, syncs: pd.DataFrame, stack_id: np.
     out = np.full(len(syncs), -1, np.int64)
     tid = syncs["global_tid"].to_numpy(np.int64)
     start, end = syncs["start"].to_numpy(np.int64), syncs["end"].to_numpy(np.int64)
-    following = pd.Series(np.arange(len(syncs))).groupby(tid).shift(-1).fillna(-1).to_numpy(np.int64)
+    following = neighbour_in_group(tid, 1)
     after = np.where(following >= 0, following, 0)
     close = (stack_id < 0) & (following >= 0) & (stack_id[after] >= 0) & (start[after] - end <= SAME_LINE_NS)
     here = np.flatnonzero(close)

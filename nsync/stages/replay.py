@@ -34,7 +34,7 @@ from nsync.keys import match_rows
 from nsync.settings import setting
 from nsync.stages.detect import SyncKind
 from nsync.stages.steps import Steps, gpu_step_times, launched_in_steps
-from nsync.stages.timeline import GroupedTimes, group_codes
+from nsync.stages.timeline import GroupedTimes, group_codes, neighbour_in_group
 
 DEFAULT_LATENCY_NS = 5_000
 MAX_GAP_NS = 50_000  # an op that started later than this after the one before it waited for something else
@@ -120,7 +120,7 @@ def prepare(ops: pd.DataFrame, syncs: pd.DataFrame, steps: Steps) -> ReplayModel
         sync_own=own.astype(float),
         sync_release_at=np.where(is_read, syncs["read_start_ns"].to_numpy(np.int64), s0),
         sync_release_cost=np.where(is_read, 0, own).astype(float),
-        sync_prev=(prev := _previous_on_thread(tids)),
+        sync_prev=(prev := neighbour_in_group(tids, -1)),
         sync_call_first=(call_first := _calls(prev, *(syncs[c].to_numpy(np.int64) for c in CALL_KEYS))),
         sync_call_goes_on=_goes_on(prev, call_first),
         sync_waits=_waits(syncs, streams, launch),
@@ -225,12 +225,6 @@ def _last_sync_before(op_tid: np.ndarray, launch: np.ndarray, sync_tid: np.ndarr
         k = np.searchsorted(s0[mine], launch[rows], side="left") - 1
         out[rows] = np.where(k >= 0, mine[np.clip(k, 0, None)], -1)
     return out
-
-
-def _previous_on_thread(tids: np.ndarray) -> np.ndarray:
-    """Index of the previous sync on the same thread (syncs in start order), or -1."""
-    previous = pd.Series(np.arange(len(tids))).groupby(tids).shift(1)
-    return previous.fillna(-1).to_numpy(np.int64)
 
 
 def _waits(syncs: pd.DataFrame, streams: dict, launch: np.ndarray) -> list[list[tuple[tuple[int, int, int], int]]]:

@@ -135,6 +135,19 @@ def group_codes(*tables: Sequence[np.ndarray]) -> list[np.ndarray]:
     return np.split(codes, np.cumsum(sizes)[:-1])
 
 
+def neighbour_in_group(keys: np.ndarray, step: int) -> np.ndarray:
+    """For each row, the row ``step`` places after it (negative: before it) among the rows with its key, in row
+    order (syncs in start order: the next or the previous sync of the same thread), or -1."""
+    keys = np.asarray(keys)
+    order = np.argsort(keys, kind="stable")  # each key's rows together, in row order
+    out = np.full(len(keys), -1, np.int64)
+    if 0 < abs(step) < len(keys):
+        here, there = (order[:-step], order[step:]) if step > 0 else (order[-step:], order[:step])
+        same = keys[here] == keys[there]
+        out[here[same]] = there[same]
+    return out
+
+
 class GroupedTimes:
     """Rows sorted by (group, time) once, and each group's slice of them. Groups are few (streams), so
     loops run per group, never per row. ``codes`` come from :func:`group_codes`."""
