@@ -18,7 +18,7 @@ from nsync.keys import dense_codes
 from nsync.load import CallsiteSource, Trace, load_trace
 from nsync.settings import setting
 from nsync.source import search_folders
-from nsync.stages.advice import ReadGroup, advise_callsites, read_groups
+from nsync.stages.advice import ReadGroup, advise_callsites, advise_loops, read_groups
 from nsync.stages.attribute import attribute_syncs, device_busy, lead_curves
 from nsync.stages.callsites import (
     assign_stacks,
@@ -30,7 +30,7 @@ from nsync.stages.callsites import (
 from nsync.stages.detect import detect_syncs, is_relevant_api
 from nsync.stages.excerpt import TimelineExcerpt, timeline_excerpt
 from nsync.stages.phases import PHASE_COLUMNS, PHASE_SITE_COLUMNS, phase_intervals, phase_table
-from nsync.stages.replay import SAVING_COLUMNS, ReplaySkipped, WhatIf, saving_range, what_if
+from nsync.stages.replay import LOOP_SAVING_COLUMNS, SAVING_COLUMNS, ReplaySkipped, WhatIf, saving_range, what_if
 from nsync.stages.steps import Steps, empty_steps_table, find_steps, gpu_step_times, launched_in_steps
 from nsync.waiting import result
 
@@ -221,6 +221,8 @@ def analyze(
         warnings.append(str(skipped))
     if predicted is not None:
         callsites = _with_savings(callsites, predicted, config)
+        in_loops = {site: loop.reads_per_step for loop in predicted.loops for site in loop.sites}
+        callsites = advise_loops(callsites, in_loops, search)
         if predicted.sites_left_out:
             warnings.append(
                 f"what-if: {predicted.sites_left_out} of {len(callsites)} call sites not replayed (too many syncs "
@@ -309,6 +311,12 @@ def _verdict(
         if group_saving > largest:
             largest, span = group_saving, group_span
             site = f"{Path(group.file).name}:{','.join(map(str, group.lines))} (their reads together)"
+    fixable = set(callsites.loc[~no_setting, "site_id"].astype(int))
+    for loop in predicted.loops:
+        if loop.saving_ns > largest and fixable.issuperset(loop.sites):
+            largest, span = loop.saving_ns, loop.span_ns
+            their = "its" if len(loop.sites) == 1 else "their"
+            site = f"{_lines_of(callsites, loop.sites)} ({their} loop, for all items at once)"
     threshold = config.worth_fixing_share * predicted.unprofiled_step_ns
     together = predicted.own_saving_ns
     own = issued_by_own_code(callsites).to_numpy()
@@ -325,6 +333,15 @@ def _verdict(
             only_own=not own.all(),
         )
     return _judged(largest, span, predicted.unprofiled_step_ns, site, config, beyond_reach=beyond_reach)
+
+
+def _lines_of(callsites: pd.DataFrame, sites: tuple[int, ...]) -> str:
+    """The call sites' lines, as ``file.py:34,35`` (each file named once)."""
+    rows = callsites.loc[callsites["site_id"].isin(sites)].sort_values(["file", "line"])
+    by_file: dict[str, list[str]] = {}
+    for file, line in zip(rows["file"], rows["line"]):
+        by_file.setdefault(Path(str(file)).name, []).append(str(int(line)))
+    return ", ".join(f"{file}:{','.join(lines)}" for file, lines in by_file.items())
 
 
 def _no_setting(callsites: pd.DataFrame) -> np.ndarray:
@@ -420,6 +437,13 @@ def _with_savings(callsites: pd.DataFrame, predicted: WhatIf, config: AnalysisCo
     largest = span.map(lambda ends: ends[1], na_action="ignore").astype(float).to_numpy()
     low, high = saving_range(least, largest, config.saving_ratio)
     ranked = callsites.assign(**dict(zip(SAVING_COLUMNS, (saving, low, high))))
+    # the saving of the loop of reads a site is in, done for all its items at once (NaN: in none)
+    loop_of = {site: loop for loop in predicted.loops for site in loop.sites}
+    found = [loop_of.get(int(site)) for site in ranked["site_id"]]
+    loop_saving = np.array([np.nan if loop is None else loop.saving_ns for loop in found])
+    ends = np.array([(np.nan, np.nan) if loop is None else loop.span_ns for loop in found]).reshape(-1, 2)
+    loop_low, loop_high = saving_range(np.maximum(ends[:, 0], 0.0), np.maximum(ends[:, 1], 0.0), config.saving_ratio)
+    ranked = ranked.assign(**dict(zip(LOOP_SAVING_COLUMNS, (loop_saving, loop_low, loop_high))))
     return ranked.sort_values(
         ["predicted_saving_ns_per_step", "exposed_idle_ns", "count"], ascending=False, na_position="last"
     ).reset_index(drop=True)

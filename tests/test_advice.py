@@ -18,6 +18,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from nsync import analyze
 from nsync.stages.advice import Advice, LineEdit, advise, advise_code, read_code, read_groups
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -424,3 +425,44 @@ def test_a_readable_line_no_pattern_fits_says_so_and_gives_the_kinds_advice(tmp_
         short,
     )
     assert advice.why.startswith("no pattern nsync knows fits this line")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("trace", "sites", "loop"),
+    [
+        ("fresh/timm_perclass", {34, 35}, "the loop `for c in range(classes):` (line 32)"),
+        ("real/timm_gradnorm", {30}, "the loop `for n, p in model.named_parameters()` (line 30)"),
+        ("fresh7/hf_bert_tokacc", {37, 38, 39}, "the loop `for tag in range(tags):` (line 35)"),
+    ],
+)
+def test_a_read_in_a_loop_over_items_is_told_to_do_the_loop_at_once_naming_the_loop(trace, sites, loop):
+    """The programs' own loops (by construction: fixtures/fresh/*.py, fixtures/real/timm_gradnorm.py); the
+    comprehension over the parameters is a loop too."""
+    path = ROOT / "fixtures" / f"{trace}.sqlite.xz"
+    a = analyze(path, source_dirs=[ROOT / "fixtures/fresh", ROOT / "fixtures/real"])
+    in_loop = a.callsites.loc[a.callsites["loop_saving_ns_per_step"].notna()]
+    assert set(in_loop["line"]) == sites
+    for advice in in_loop["advice"]:
+        assert advice.short == "do the whole loop at once"
+        assert advice.caveat.startswith(f"It runs in {loop}, whose reads sync ")
+        assert "do the loop's work for all items at once on the GPU" in advice.caveat
+
+
+@pytest.mark.parametrize(
+    ("program", "line", "header"),
+    [
+        ("for step in range(9):\n    for c in range(4):\n        n = t[c].item()\n", 3, (2, "for c in range(4):")),
+        ("def log(ts):\n    for t in ts:\n        out.append(t.item())\n", 3, (2, "for t in ts:")),
+        ("for step in range(9):\n    xs = [t.item() for t in ts]\n", 2, (2, "for t in ts")),
+        ("for step in range(9):\n    n = t.item()\n", 2, None),  # a script's one loop is its step loop
+    ],
+    ids=["a loop in the step loop", "a loop in a function", "a comprehension", "the step loop alone"],
+)
+def test_the_loop_a_read_is_in_is_the_innermost_inside_the_step(tmp_path: Path, program: str, line: int, header):
+    from nsync.stages.advice.loops import loop_header
+
+    path = tmp_path / "train.py"
+    path.write_text(program)
+    code = read_code(str(path), line)
+    assert code is not None and loop_header(code) == header

@@ -83,6 +83,9 @@ FRESH2 = FIXTURES / "fresh2"  # a second session of six of them, held out from t
 FRESH3 = FIXTURES / "fresh3"  # a third of three, each calibrated by three runs
 FRESH4 = FIXTURES / "fresh4"  # a fourth of five, held out from the likely range's last rules
 FRESH5 = FIXTURES / "fresh5"  # a fifth of the same five, held out likewise
+FRESH6 = FIXTURES / "fresh6"  # loops of reads: two new programs, two again
+FRESH7 = FIXTURES / "fresh7"  # three more loops, held out from the loop's saving
+SESSIONS = [FRESH, FRESH2, FRESH3, FRESH4, FRESH5, FRESH6, FRESH7]
 
 
 def timings(folder: Path = FRESH) -> dict[str, tuple[float, float, bool]]:
@@ -91,29 +94,52 @@ def timings(folder: Path = FRESH) -> dict[str, tuple[float, float, bool]]:
     return {row[0]: (float(row[3]), float(row[5]), row[10] == "yes") for row in rows}
 
 
-@pytest.mark.parametrize(
-    "folder", [FRESH, FRESH2, FRESH3, FRESH4, FRESH5], ids=["fresh", "fresh2", "fresh3", "fresh4", "fresh5"]
-)
-def test_the_readme_table_is_what_the_raw_timings_give(folder: Path):
-    """The README's table, recomputed from ab-timings.log (each program's runs pooled: medians of the blocks,
-    of the pairs' savings, their quartiles, and 'beyond noise' when the quartiles exclude 0)."""
+def logged_runs(log: Path) -> dict[str, list[dict]]:
+    """program -> its RESULT lines of an ab-timings log, in order."""
     logged: dict[str, list[dict]] = {}
-    for line in (folder / "ab-timings.log").read_text().splitlines():
+    for line in log.read_text().splitlines():
         if line.startswith("RESULT "):
             result = json.loads(line.removeprefix("RESULT "))
             logged.setdefault(result["program"], []).append(result)
+    return logged
+
+
+def assert_row_pools_the_runs(row: tuple[str, ...], runs_logged: list[dict]) -> None:
+    """A README timing row (runs, pairs, the medians, the quartiles, pairs with a saving, beyond noise) recomputed
+    from a program's runs pooled: medians of the blocks, of the pairs' savings, their quartiles, and 'beyond
+    noise' when the quartiles exclude 0."""
+    runs, pairs, degraded, healthy, saving, low, high, positive, of, beyond = row
+    d = [v for run in runs_logged for v in run["degraded_ms"]]
+    h = [v for run in runs_logged for v in run["healthy_ms"]]
+    savings = [a - b for run in runs_logged for a, b in zip(run["degraded_ms"], run["healthy_ms"])]
+    quartiles = statistics.quantiles(savings, n=4)
+    computed = [statistics.median(d), statistics.median(h), statistics.median(savings), *quartiles[::2]]
+    assert [degraded, healthy, saving, low, high] == [f"{value:.3f}" for value in computed]
+    assert (int(runs), int(pairs), int(of)) == (len(runs_logged), len(savings), len(savings))
+    assert int(positive) == sum(s > 0 for s in savings)
+    assert (beyond == "yes") == (quartiles[0] > 0 or quartiles[2] < 0)
+
+
+@pytest.mark.parametrize("folder", SESSIONS, ids=lambda folder: folder.name)
+def test_the_readme_table_is_what_the_raw_timings_give(folder: Path):
+    logged = logged_runs(folder / "ab-timings.log")
     rows = TIMING_ROW.findall((folder / "README.md").read_text())
     assert [row[0] for row in rows] == list(logged)
-    for name, runs, pairs, degraded, healthy, saving, low, high, positive, of, beyond in rows:
-        d = [v for run in logged[name] for v in run["degraded_ms"]]
-        h = [v for run in logged[name] for v in run["healthy_ms"]]
-        savings = [a - b for run in logged[name] for a, b in zip(run["degraded_ms"], run["healthy_ms"])]
-        quartiles = statistics.quantiles(savings, n=4)
-        computed = [statistics.median(d), statistics.median(h), statistics.median(savings), *quartiles[::2]]
-        assert [degraded, healthy, saving, low, high] == [f"{value:.3f}" for value in computed]
-        assert (int(runs), int(pairs), int(of)) == (len(logged[name]), len(savings), len(savings))
-        assert int(positive) == sum(s > 0 for s in savings)
-        assert (beyond == "yes") == (quartiles[0] > 0 or quartiles[2] < 0)
+    for name, *row in rows:
+        assert_row_pools_the_runs(tuple(row), logged[name])
+
+
+REAL_TIMING_ROW = re.compile(r"^\| real/(\w+) \| (\w+) " + TIMING_ROW.pattern.removeprefix(r"^\| (\w+) "), re.M)
+
+
+def test_the_real_programs_timed_in_the_sixth_session_are_what_its_raw_timings_give():
+    """fixtures/fresh6: timm_gradnorm's capture, its loop of reads fixed at once and its reads alone dropped."""
+    logged = logged_runs(FRESH6 / "ab-real-timings.log")
+    rows = REAL_TIMING_ROW.findall((FRESH6 / "README.md").read_text())
+    assert [row[1] for row in rows] == list(logged) == ["timm_gradnorm_foreach", "timm_gradnorm"]
+    for capture, name, *row in rows:
+        assert capture == "timm_gradnorm"
+        assert_row_pools_the_runs(tuple(row), logged[name])
 
 
 def test_the_fresh_set_has_four_fixes_that_pay_and_nine_that_do_not():
@@ -133,7 +159,7 @@ def captures(beyond_noise: bool) -> list[Path]:
     """The captures of every session whose fix measured a saving beyond noise, or none."""
     return [
         folder / f"{name}.sqlite.xz"
-        for folder in (FRESH, FRESH2, FRESH3, FRESH4, FRESH5)
+        for folder in SESSIONS
         for name, (_, _, beyond) in timings(folder).items()
         if beyond == beyond_noise
     ]

@@ -181,3 +181,73 @@ def test_predicted_saving_is_within_30_percent_of_the_measured_one(h200_analysis
     degraded, healthy, *_ = MEASURED[name]
     saving = h200_analysis(name).callsites.iloc[0]["predicted_saving_ns_per_step"]
     assert saving == pytest.approx((degraded - healthy) * 1e6, rel=0.30)
+
+
+def a_loop_of_reads(b: TraceBuilder, reads: int = 10, steps: int = 8, ops: int = 1) -> None:
+    """A step of 500 µs the host bounds (µs from t0): kernel K launched at 0 (GPU 7-17), then line 40 reads in a
+    loop, ``reads`` times from one stack: each iteration starts at a = 20 + 40 j, 10 µs of Python, ``ops``
+    small kernels launched from a + 10 (0.4 µs apart, the first on the GPU at a + 17, 0.2 µs each), its copy
+    call a + 14 to a + 18 (the copy on the GPU at a + 21: the launch latency, 7 µs), its sync a + 18 to a + 24,
+    then Python to a + 40; after the loop, Python to 500.
+
+    Released, each read takes its copy call and sync away: 10 µs a read. Vectorised, the host time from the
+    first read's copy call (34) to the last read's end (20 + 40 (reads - 1) + 24) goes too."""
+    for i in range(steps):
+        t0 = i * 500
+        b.nvtx_range(1, "step", t0, t0 + 499)
+        b.kernel(1, t0, t0 + 7, t0 + 17, name="K", launch_cost_us=4)
+        for j in range(reads):
+            a = t0 + 20 + 40 * j
+            for k in range(ops):
+                b.kernel(1, a + 10 + k * 0.4, a + 17 + k * 0.3, a + 17.2 + k * 0.3, name="small", launch_cost_us=0.4)
+            b.memcpy(1, "cudaMemcpyAsync_v3020", a + 14, a + 18, a + 21, a + 22, DTOH, DEVICE, PINNED)
+            b.python_stack(1, b.stream_sync(1, a + 18, a + 24), [("step", "/u/train.py", 40)])
+
+
+def test_a_loop_of_reads_done_at_once_takes_the_loop_s_host_time_away(build):
+    b = TraceBuilder()
+    a_loop_of_reads(b)
+    a = build(b, host_scale=1.0, host_scale_range=())
+    w = a.what_if
+    assert w.replayed_step_ns == ns(500) and len(w.loops) == 1
+    (loop,) = w.loops
+    assert loop.reads_per_step == 10
+    released, vectorised = ns(10 * 10), ns(20 + 40 * 9 + 24 - 34)
+    assert a.callsites.iloc[0]["predicted_saving_ns_per_step"] == released
+    assert loop.span_ns == (released, vectorised)  # at the one host scale: from the reads alone to the whole loop
+    assert loop.saving_ns == (released + vectorised) / 2
+    assert a.verdict is not None and a.verdict.site == "train.py:40 (its loop, for all items at once)"
+
+
+@pytest.mark.parametrize(
+    ("reads", "ops", "looped"),
+    [(8, 1, True), (7, 1, False), (10, 7, True), (10, 8, False)],
+    ids=["8 reads", "7 reads", "8 GPU ops a body", "9 GPU ops a body"],
+)
+def test_a_loop_is_a_line_read_8_times_in_a_row_a_few_ops_apart(build, reads: int, ops: int, looped: bool):
+    """LOOP_MIN_READS and LOOP_BODY_OPS: a read repeated in a step fewer times, or with more GPU work between
+    two reads (``ops`` kernels and the read's copy: a micro-batch's forward), is no loop the fix can do at once."""
+    b = TraceBuilder()
+    a_loop_of_reads(b, reads=reads, ops=ops)
+    a = build(b, host_scale=1.0, host_scale_range=())
+    assert bool(a.what_if.loops) == looped
+    assert a.callsites["loop_saving_ns_per_step"].notna().all() == looped
+
+
+def test_every_output_shows_a_loop_s_saving_beside_the_site_s(build):
+    """The loop of a_loop_of_reads at one host scale: halfway between 100 µs (its reads) and 370 µs (the whole
+    loop), 0.235 ms; its likely range 0.9 times the least to 1.4 times the largest (AnalysisConfig.saving_ratio)."""
+    import json
+
+    from nsync import render_html, render_json, render_markdown
+    from nsync.render.terminal import render_terminal
+
+    b = TraceBuilder()
+    a_loop_of_reads(b)
+    a = build(b, host_scale=1.0, host_scale_range=())
+    (site,) = json.loads(render_json(a))["callsites"]
+    assert (site["loop_saving_ms_per_step"], site["loop_saving_ms_per_step_low"]) == (0.235, 0.09)
+    assert site["loop_saving_ms_per_step_high"] == pytest.approx(0.518)
+    assert "its loop at once: 0.235 ms/step (likely 0.090-0.518)" in render_terminal(a, width=80)
+    assert "loop at once 0.235 (0.090-0.518)" in render_markdown(a)
+    assert 'loop at once 0.235</span><br><span class="muted">0.09-0.52</span>' in render_html(a)

@@ -117,6 +117,11 @@ def render_markdown(source: Report | Analysis | DiffReport | Diff | RanksReport,
             issued = f" {code_span(site.issued_at) if site.issued_at else ''} |" if library else ""
             span = likely(*site.saving_range_ms)
             span = f" ({span})" if span else ""
+            if site.loop_saving_ms_per_step is not None:
+                loop_span = likely(*site.loop_saving_range_ms)
+                span += f"; loop at once {fixed(site.loop_saving_ms_per_step)}" + (
+                    f" ({loop_span})" if loop_span else ""
+                )
             lines.append(
                 f"| {rank} | {code_span(site.where)} |{issued} {fixed(site.predicted_saving_ms_per_step)}{span} | "
                 f"{fixed(site.syncs_per_step, 2)} | {fixed(exposed)} | {fixed(wait)} | "

@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from nsync.render.source import source_line
-from nsync.render.text import diff_headline, edits_said, fixed, likely, printable_all
+from nsync.render.text import diff_headline, edits_said, fixed, likely, loop_saving, printable_all
 from nsync.report import as_any_report
 from nsync.report.analysis import CallSite, OnceSite, Phase, ReadTogether, Report, where
 from nsync.report.diff import DiffReport
@@ -136,6 +136,7 @@ def _blocks(sites: list[CallSite], code: list[str], per_step: bool, verbose: boo
             f"issued at {site.issued_at}" if site.issued_at else "",
             f"exposed idle {fixed(exposed)} {unit} · host wait {fixed(wait)} {unit}{per} · lead before "
             f"{fixed(site.lead_before_ms_mean)} ms · {site.count} syncs",
+            loop_saving(site),
             "" if site.advice else f"fix: {site.hint or site.short_hint}" if site.hint or site.short_hint else "",
             *([f"  {frame.function} ({where(frame.file, frame.line)})" for frame in site.stack] if verbose else []),
         ]
@@ -257,7 +258,15 @@ def _cells(rank: int, site: CallSite, per_step: bool, code: str) -> dict[str, st
         "where": site.where,
         "issued": site.issued_at,
         "saving": "\n".join(
-            filter(None, [fixed(site.predicted_saving_ms_per_step), likely(*site.saving_range_ms, digits=2)])
+            filter(
+                None,
+                [
+                    fixed(site.predicted_saving_ms_per_step),
+                    likely(*site.saving_range_ms, digits=2),
+                    f"loop {fixed(site.loop_saving_ms_per_step)}" if site.loop_saving_ms_per_step is not None else "",
+                    likely(*site.loop_saving_range_ms, digits=2),
+                ],
+            )
         ),
         "exposed": fixed(site.exposed_idle_ms_per_step if per_step else site.exposed_idle_ms),
         "function": site.function,

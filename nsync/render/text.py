@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from nsync.report.analysis import CallSite
     from nsync.report.diff import DiffReport
     from nsync.stages.advice import LineEdit
 
@@ -40,6 +41,16 @@ def likely(low: float | None, high: float | None, digits: int = 3) -> str:
     if low is None or high is None or low == high:  # (a saving of 0 has no range)
         return ""
     return f"{low:.{digits}f}-{high:.{digits}f}"
+
+
+def loop_saving(site: CallSite, digits: int = 3) -> str:
+    """What doing the loop of reads a call site is in for all its items at once saves ('' where it is in none):
+    'its loop at once: 9.111 ms/step (likely 3.330-24.050)'."""
+    saving = site.loop_saving_ms_per_step
+    if saving is None:
+        return ""
+    span = likely(*site.loop_saving_range_ms, digits=digits)
+    return f"its loop at once: {fixed(saving, digits)} ms/step" + (f" (likely {span})" if span else "")
 
 
 def printable(text: str) -> str:

@@ -209,10 +209,18 @@ class CallSite(Site):
     advice: Advice | None = None  # the fix, from the code (None: the hint, from the sync's kind, is all there is)
     predicted_saving_ms_per_step_low: float | None = None  # the saving's likely range (AnalysisConfig.saving_ratio)
     predicted_saving_ms_per_step_high: float | None = None
+    # a read in a loop of reads (the replay found it): what doing the loop's work for all items at once saves
+    loop_saving_ms_per_step: float | None = None
+    loop_saving_ms_per_step_low: float | None = None
+    loop_saving_ms_per_step_high: float | None = None
 
     @property
     def saving_range_ms(self) -> tuple[float | None, float | None]:
         return self.predicted_saving_ms_per_step_low, self.predicted_saving_ms_per_step_high
+
+    @property
+    def loop_saving_range_ms(self) -> tuple[float | None, float | None]:
+        return self.loop_saving_ms_per_step_low, self.loop_saving_ms_per_step_high
 
 
 @dataclass(frozen=True)
@@ -736,6 +744,9 @@ def _callsite(row: dict[str, Any], gpu_idle_ns: int) -> CallSite:
         predicted_saving_ms_per_step=ns_to_ms(row.get("predicted_saving_ns_per_step")),
         predicted_saving_ms_per_step_low=ns_to_ms(row.get("predicted_saving_ns_per_step_low")),
         predicted_saving_ms_per_step_high=ns_to_ms(row.get("predicted_saving_ns_per_step_high")),
+        loop_saving_ms_per_step=ns_to_ms(row.get("loop_saving_ns_per_step")),
+        loop_saving_ms_per_step_low=ns_to_ms(row.get("loop_saving_ns_per_step_low")),
+        loop_saving_ms_per_step_high=ns_to_ms(row.get("loop_saving_ns_per_step_high")),
         callsite_source=row["callsite_source"],
         short_hint=row["short_hint"],
         hint=row["hint"],

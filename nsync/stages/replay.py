@@ -13,7 +13,9 @@ The model (docs/how-it-works.md, §6):
   except a value read (``.item()``): keeping the value on the GPU removes the read, so the host goes on
   from where its copy call began (the copy call and the sync take no host time) and its copy leaves the stream;
 - host time is scaled by the host scale (the profiler's slow-down undone), which a calibration fits to the
-  program's unprofiled step, never above 1 / 1.1: nsys slows a host by 1.1 to 2.2 times.
+  program's unprofiled step, never above 1 / 1.1: nsys slows a host by 1.1 to 2.2 times;
+- a loop of reads done at once (``vectorised``, _loops) takes its host time and GPU work between its first
+  read and its last away, like one call of a line.
 
 Each stream's schedule is the max-plus recurrence ``end_i = max(ready_i, end_{i-1} + gap) + duration_i``,
 solved by slices with a cumulative maximum: ``end_i = S_i + max_{j<=i}(ready_j - gap - S_{j-1})`` where S is
@@ -71,6 +73,9 @@ class ReplayModel:
     sync_prev: np.ndarray  # index of the previous sync on the same thread, or -1
     sync_call_first: np.ndarray  # the first sync of the call of its line it belongs to (itself if it is): _calls
     sync_call_goes_on: np.ndarray  # the next sync of its thread belongs to the same call
+    sync_loop: np.ndarray  # the loop of reads a sync belongs to (see _loops), or -1
+    sync_loop_first: np.ndarray  # per loop: its first sync
+    sync_loop_last: np.ndarray  # per loop: its last sync
     sync_waits: list[list[tuple[tuple[int, int, int], int]]]  # per sync: (stream, ops waited for count)
     sync_site: np.ndarray  # each sync's call site (site_id)
     window_start_ns: int  # host time is scaled from here until a thread's first sync
@@ -106,10 +111,13 @@ def prepare(ops: pd.DataFrame, syncs: pd.DataFrame, steps: Steps) -> ReplayModel
     tids = syncs["global_tid"].to_numpy(np.int64)
     is_read = (syncs["kind"] == SyncKind.READ).to_numpy()
     op_tid = ops_in["launch_tid"].to_numpy(np.int64)
+    anchor = _anchor_syncs(op_tid, ops_in["global_pid"].to_numpy(np.int64), launch, syncs, s0)
+    prev = neighbour_in_group(tids, -1)
+    call_first = _calls(prev, *(syncs[c].to_numpy(np.int64) for c in CALL_KEYS))
     return ReplayModel(
         op_launch=launch.astype(float),
         op_dur=(end - start).astype(float),
-        op_thread_sync=_anchor_syncs(op_tid, ops_in["global_pid"].to_numpy(np.int64), launch, syncs, s0),
+        op_thread_sync=anchor,
         op_removed_by=_removed_with(ops_in, op_tid, launch, syncs),
         latency_ns=latency,
         gap_ns=gap,
@@ -120,9 +128,10 @@ def prepare(ops: pd.DataFrame, syncs: pd.DataFrame, steps: Steps) -> ReplayModel
         sync_own=own.astype(float),
         sync_release_at=np.where(is_read, syncs["read_start_ns"].to_numpy(np.int64), s0),
         sync_release_cost=np.where(is_read, 0, own).astype(float),
-        sync_prev=(prev := neighbour_in_group(tids, -1)),
-        sync_call_first=(call_first := _calls(prev, *(syncs[c].to_numpy(np.int64) for c in CALL_KEYS))),
+        sync_prev=prev,
+        sync_call_first=call_first,
         sync_call_goes_on=_goes_on(prev, call_first),
+        **_loops(tids, prev, is_read, anchor, syncs, steps),
         sync_waits=_waits(syncs, streams, launch),
         sync_site=syncs["site_id"].to_numpy(np.int64),
         window_start_ns=start_ns,
@@ -186,6 +195,40 @@ def _goes_on(prev: np.ndarray, call_first: np.ndarray) -> np.ndarray:
     return out
 
 
+LOOP_MIN_READS = 8  # a line read this many times in a row in one step is read in a loop
+LOOP_BODY_OPS = 8  # GPU ops launched between two reads of a loop at most: per-item work, not a model's
+
+
+def _loops(
+    tids: np.ndarray, prev: np.ndarray, is_read: np.ndarray, anchor: np.ndarray, syncs: pd.DataFrame, steps: Steps
+) -> dict[str, np.ndarray]:
+    """The loops of reads: a thread's run of value reads in one step, a few GPU ops apart (at most
+    LOOP_BODY_OPS: a per-item body, not a micro-batch's forward), in which the run's first call (its site,
+    caller and stack) comes back at least LOOP_MIN_READS times: ``for c in range(classes): ... .item()``. The
+    fix the advice gives such a loop does its work for all items at once, so when every read of the loop is
+    released, the host's time and the GPU work between its first read and its last go with it."""
+    count = len(prev)
+    body_ops = np.bincount(anchor[anchor >= 0], minlength=count)[:count]
+    step = np.searchsorted(steps.table["start"].to_numpy(np.int64), syncs["start"].to_numpy(np.int64), "right")
+    has_prev = prev >= 0
+    joined = np.zeros(count, bool)
+    before = prev[has_prev]
+    joined[has_prev] = is_read[has_prev] & is_read[before] & (step[has_prev] == step[before])
+    joined[has_prev] &= body_ops[before] <= LOOP_BODY_OPS
+    # runs along each thread: a run starts at a sync not joined to its previous one
+    first = np.arange(count)
+    order = np.argsort(tids, kind="stable")  # thread by thread, each in time order
+    run_first = np.maximum.accumulate(np.where(joined[order], -1, np.arange(count)))
+    first[order] = order[run_first]
+    keys = [syncs[c].to_numpy(np.int64) for c in CALL_KEYS]
+    repeats_first = np.logical_and.reduce([key == key[first] for key in keys])
+    firsts, run = np.unique(first, return_inverse=True)
+    looped = np.bincount(run, weights=repeats_first)[run] >= LOOP_MIN_READS
+    last = np.zeros(len(firsts), np.int64)
+    np.maximum.at(last, run, np.arange(count))
+    return {"sync_loop": np.where(looped, run, -1), "sync_loop_first": firsts, "sync_loop_last": last}
+
+
 def _removed_with(ops: pd.DataFrame, op_tid: np.ndarray, launch: np.ndarray, syncs: pd.DataFrame) -> np.ndarray:
     """For each op, the sync whose release removes it, or -1: a value read's device-to-host copy (the fix
     keeps the value on the GPU)."""
@@ -244,11 +287,13 @@ def _waits(syncs: pd.DataFrame, streams: dict, launch: np.ndarray) -> list[list[
     return out
 
 
-def replay(model: ReplayModel, released: np.ndarray, host_scale: float = 1.0) -> np.ndarray:
+def replay(model: ReplayModel, released: np.ndarray, host_scale: float = 1.0, vectorised: bool = False) -> np.ndarray:
     """Replayed GPU end of every op, with the syncs where ``released`` is true made non-blocking.
 
     ``host_scale`` stretches (or, below 1, compresses) the host's time since the sync an op or sync follows
-    (its anchor): the profiler slows the host, and 1 replays the trace as captured.
+    (its anchor): the profiler slows the host, and 1 replays the trace as captured. ``vectorised``: a loop of
+    reads all released is done for all its items at once (_loops): its work between its first read and its
+    last goes too.
     """
     # each sync's new end minus its measured end; the extra last slot (index -1) is "before any sync": 0
     shift = np.zeros(len(model.sync_start) + 1)
@@ -259,8 +304,10 @@ def replay(model: ReplayModel, released: np.ndarray, host_scale: float = 1.0) ->
     # released sync takes no time and waits for nothing
     removed = model.op_removed_by >= 0
     removed[removed] = released[model.op_removed_by[removed]]
-    # the GPU work a line's call launches between two of its syncs goes with the call
-    goes_on = np.append(model.sync_call_goes_on & released, False)  # the slot -1: no sync before the op
+    # the GPU work a line's call launches between two of its syncs goes with the call, and a loop's between its
+    # first read and its last with the loop, when all its reads are released
+    call_first, goes_on = _released_calls(model, released, vectorised)
+    goes_on = np.append(goes_on, False)  # the slot -1: no sync before the op
     removed |= goes_on[model.op_thread_sync]
     busy_for = np.where(removed, 0.0, model.op_dur + model.gap_ns)
     ready_after = np.where(removed, -np.inf, model.latency_ns - model.gap_ns)
@@ -289,7 +336,7 @@ def replay(model: ReplayModel, released: np.ndarray, host_scale: float = 1.0) ->
     own, prev_of, blocking = model.sync_own.tolist(), model.sync_prev.tolist(), (~released).tolist()
     resume_at, resume_cost = model.sync_release_at.tolist(), model.sync_release_cost.tolist()
     anchors = anchor.tolist()
-    call_first = model.sync_call_first.tolist()
+    call_first = call_first.tolist()
     for k in range(len(starts)):  # scalars: this loop runs once per sync
         prev = prev_of[k]
         first = call_first[k]
@@ -310,6 +357,22 @@ def replay(model: ReplayModel, released: np.ndarray, host_scale: float = 1.0) ->
     return new_end
 
 
+def _released_calls(model: ReplayModel, released: np.ndarray, vectorised: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Each sync's first sync of the call it belongs to, and whether the next sync of its thread belongs to
+    it too, for ``released``; ``vectorised``: a loop whose reads are all released is one call."""
+    first, goes_on = model.sync_call_first, model.sync_call_goes_on & released
+    loop = model.sync_loop
+    inside = loop >= 0
+    if not vectorised or not inside.any():
+        return first, goes_on
+    loops = len(model.sync_loop_first)
+    held = np.bincount(loop[inside], weights=~released[inside], minlength=loops) == 0
+    gone = inside & held[np.where(inside, loop, 0)]
+    first = np.where(gone, model.sync_loop_first[np.where(inside, loop, 0)], first)
+    goes_on = np.where(gone, np.arange(len(loop)) != model.sync_loop_last[np.where(inside, loop, 0)], goes_on)
+    return first, goes_on
+
+
 def step_times_ns(model: ReplayModel, new_end: np.ndarray) -> np.ndarray:
     """The replayed steps' GPU step times, measured as the analysis measures them, for replayed op ends."""
     return gpu_step_times(model.steps, model.op_in_steps, new_end - model.op_dur, new_end)
@@ -322,6 +385,42 @@ def step_times_ns(model: ReplayModel, new_end: np.ndarray) -> np.ndarray:
 REPLAY_BUDGET = 150_000
 MAX_REPLAY_STEPS = 200
 MIN_REPLAY_STEPS = 8
+
+
+class LoopSaving(NamedTuple):
+    """A loop of reads (_loops) done for all its items at once: its call sites, the saving per step and its
+    span (loop_saving), and the loop's reads per replayed step."""
+
+    sites: tuple[int, ...]
+    saving_ns: float
+    span_ns: tuple[float, float]
+    reads_per_step: float
+
+
+def loop_saving(kept_ns: np.ndarray, vectorised_ns: np.ndarray) -> tuple[float, tuple[float, float]]:
+    """A loop's saving and its span, from its replays at each host scale (the fitted first) with its reads
+    released (``kept_ns``: the loop stays) and with the loop vectorised (``vectorised_ns``: its host time gone at
+    the host scale). The fix takes away at least the reads' waits and at most the whole loop; but nsys slows a
+    loop of CUDA calls more than the rest of the host that the host scale is fitted to, so the whole loop at the
+    host scale overstates it (+34 to +98 % on the vectorised fixes measured: fixtures/h200/README.md). The
+    point is halfway; the span runs from the least of the two to the largest."""
+    halfway = (kept_ns + vectorised_ns) / 2
+    return float(halfway[0]), (float(min(kept_ns.min(), halfway.min())), float(vectorised_ns.max()))
+
+
+def loop_sites(model: ReplayModel) -> dict[tuple[int, ...], float]:
+    """The call sites of each kind of loop of reads in the replayed steps (the sites its reads come from), with
+    its reads per step, the most read first."""
+    inside = model.sync_loop >= 0
+    pairs = np.unique(np.column_stack([model.sync_loop[inside], model.sync_site[inside]]), axis=0)
+    reads = np.bincount(model.sync_loop[inside])
+    found: dict[tuple[int, ...], float] = {}
+    steps = max(len(model.steps.table), 1)
+    bounds = np.flatnonzero(np.diff(pairs[:, 0])) + 1
+    for part in np.split(pairs, bounds) if len(pairs) else []:  # once per loop: a few a step
+        key = tuple(part[:, 1].tolist())
+        found[key] = found.get(key, 0.0) + float(reads[part[0, 0]]) / steps
+    return dict(sorted(found.items(), key=lambda item: -item[1]))
 
 
 @dataclass(frozen=True)
@@ -347,6 +446,7 @@ class WhatIf:
     own_saving_ns: float = 0.0  # every sync issued in the program's own code released together (``own_sites``)
     own_span_ns: tuple[float, float] = (0.0, 0.0)
     scales: tuple[float, ...] = ()  # the host scales replayed: host_scale first, then the others it may be
+    loops: tuple[LoopSaving, ...] = ()  # each loop of reads done for all its items at once
 
     @property
     def all_syncs_saving_ns(self) -> float:
@@ -452,6 +552,9 @@ SAVING_COLUMNS = (
     "predicted_saving_ns_per_step_high",
 )
 
+# what the what-if adds to each call site in a loop of reads: the loop's saving done for all items at once, its range
+LOOP_SAVING_COLUMNS = ("loop_saving_ns_per_step", "loop_saving_ns_per_step_low", "loop_saving_ns_per_step_high")
+
 
 def saving_range(least: Any, largest: Any, ratio: tuple[float, float]) -> tuple[Any, Any]:
     """A predicted saving's likely range: from ``ratio[0]`` times the least it is at any host scale the run
@@ -514,7 +617,11 @@ def what_if(
     alternatives = 2 + len(scale_range) if calibrated else len(scale_range)
     fits = FIT_REPLAYS * 3 if calibrated else 0
     scale_count = 1 + alternatives
-    first, stop = replay_span(steps, sync_start, (len(callsites) + len(groups) + 3) * scale_count + 1 + fits)
+    # each loop of reads is replayed twice more (its reads released, then it vectorised): at most one loop per
+    # site read that often a step
+    loops_at_most = int((callsites["syncs_per_step"].astype(float) >= LOOP_MIN_READS).sum()) if len(callsites) else 0
+    replays = (len(callsites) + len(groups) + 2 * loops_at_most + 3) * scale_count + 1 + fits
+    first, stop = replay_span(steps, sync_start, replays)
     replayed = steps.analysed.iloc[first:stop]
     window = sync_start[(sync_start >= replayed["start"].iloc[0]) & (sync_start < replayed["end"].iloc[-1])]
     sites_fit = (REPLAY_BUDGET // max(len(window), 1) - 1 - fits) // scale_count - 3 - len(groups)
@@ -526,8 +633,8 @@ def what_if(
     model = prepare(ops, syncs, Steps(table=replayed, source=steps.source, warmup=0))
     none = np.zeros(len(model.sync_start), bool)
 
-    def predict(released: np.ndarray, scale: float) -> float:
-        return _median(step_times_ns(model, replay(model, released, scale)))
+    def predict(released: np.ndarray, scale: float, vectorised: bool = False) -> float:
+        return _median(step_times_ns(model, replay(model, released, scale, vectorised)))
 
     as_is: dict[float, float] = {}  # the trace as it is, by host scale: the fits and the savings share them
 
@@ -552,6 +659,11 @@ def what_if(
         fit = fit_host_scale(predict_as_is, target_ns, host_scale)
     host_scale = fit.scale
     scales = (host_scale, *other_scales(predict_as_is, fit, target_ns, spread, scale_range))
+    # the budget again with the host scales the fit left (the span was chosen for the most it could leave)
+    sites_fit = (REPLAY_BUDGET // max(len(window), 1) - 1 - fits) // len(scales) - 3 - len(groups)
+    loops = loop_sites(model)
+    loops = dict(list(loops.items())[: max(sites_fit - 1, 0) // 2])  # the budget's last replays: sites first
+    sites_fit = max(sites_fit - 2 * len(loops), 1)
     replayed_sites = [
         int(site) for site in callsites.sort_values("exposed_idle_ns", ascending=False).head(sites_fit)["site_id"]
     ]
@@ -561,16 +673,23 @@ def what_if(
         own = None  # every sync is the program's own: that replay is the one of all syncs
     steps_at = np.array(
         [
-            [predict_as_is(scale)] + [predict(r, scale) for r in [~none, *released] + ([] if own is None else [own])]
+            [predict_as_is(scale)]
+            + [predict(r, scale) for r in [~none, *released] + ([] if own is None else [own])]
+            + [
+                predict(np.isin(model.sync_site, loop), scale, vectorised)
+                for loop in loops
+                for vectorised in (False, True)
+            ]
             for scale in scales
         ]
     )
     if own is None:
-        steps_at = np.column_stack([steps_at, steps_at[:, 1]])
-    saved = steps_at[:, :1] - steps_at[:, 1:]  # per scale: all syncs, each site, each group, the own syncs
+        steps_at = np.insert(steps_at, steps_at.shape[1] - 2 * len(loops), steps_at[:, 1], axis=1)
+    saved = steps_at[:, :1] - steps_at[:, 1:]  # per scale: all syncs, each site, each group, the own syncs, loops
     least, largest = saved.min(axis=0), saved.max(axis=0)
     spans = list(zip(least.tolist(), largest.tolist()))
     sites = len(replayed_sites)
+    own_at = saved.shape[1] - 2 * len(loops) - 1
     return WhatIf(
         replayed_step_ns=as_captured,
         unprofiled_step_ns=float(steps_at[0, 0]),
@@ -582,11 +701,15 @@ def what_if(
         sites_left_out=len(callsites) - sites,
         calibrated_steps_ns=calibrated_steps_ns,
         calibration_note=fit.note,
-        group_saving_ns=tuple(saved[0, 1 + sites : -1].tolist()),
+        group_saving_ns=tuple(saved[0, 1 + sites : own_at].tolist()),
         saving_span_ns=dict(zip(replayed_sites, spans[1 : 1 + sites])),
-        group_saving_span_ns=tuple(spans[1 + sites : -1]),
+        group_saving_span_ns=tuple(spans[1 + sites : own_at]),
         all_syncs_span_ns=spans[0],
-        own_saving_ns=float(saved[0, -1]),
-        own_span_ns=spans[-1],
+        own_saving_ns=float(saved[0, own_at]),
+        own_span_ns=spans[own_at],
         scales=scales,
+        loops=tuple(
+            LoopSaving(sites, *loop_saving(saved[:, k], saved[:, k + 1]), reads)
+            for k, (sites, reads) in zip(range(own_at + 1, saved.shape[1], 2), loops.items())
+        ),
     )
