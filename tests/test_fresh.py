@@ -258,3 +258,14 @@ def test_a_fix_that_paid_in_three_sessions_is_not_nothing_in_the_fourth():
     assert [timings(folder)["hf_tok_tqdm"][2] for folder in (FRESH, FRESH2, FRESH3, FRESH4)] == [True] * 3 + [False]
     assert verdict_word(FRESH4 / "hf_tok_tqdm.sqlite.xz", calibrated=False) == "measure"
     assert verdict_word(FRESH4 / "hf_tok_tqdm.sqlite.xz", calibrated=True) != "nothing"
+
+
+@pytest.mark.slow
+def test_a_loop_of_reads_inside_a_library_is_no_loop_of_the_user_s_to_do_at_once():
+    """tv_detect: torchvision's detection heads read the kept boxes' count once per image (8 a step, a few GPU ops
+    apart), a loop in torchvision's code, not in the script: no loop figure, no loop advice."""
+    a = fresh("tv_detect")
+    assert a.what_if is not None and a.what_if.loops == ()
+    assert a.callsites["loop_saving_ns_per_step"].isna().all()
+    inside = a.callsites.loc[a.callsites["syncs_per_step"].round(2) == 8.0, "sync_file"]
+    assert len(inside) and all("torchvision" in str(file) for file in inside)

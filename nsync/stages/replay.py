@@ -661,7 +661,10 @@ def what_if(
     scales = (host_scale, *other_scales(predict_as_is, fit, target_ns, spread, scale_range))
     # the budget again with the host scales the fit left (the span was chosen for the most it could leave)
     sites_fit = (REPLAY_BUDGET // max(len(window), 1) - 1 - fits) // len(scales) - 3 - len(groups)
-    loops = loop_sites(model)
+    # the loops of the program's own code (one inside a library is no loop of the user's to do at once)
+    loops = {
+        sites: reads for sites, reads in loop_sites(model).items() if own_sites is None or set(sites) <= set(own_sites)
+    }
     loops = dict(list(loops.items())[: max(sites_fit - 1, 0) // 2])  # the budget's last replays: sites first
     sites_fit = max(sites_fit - 2 * len(loops), 1)
     replayed_sites = [
