@@ -251,3 +251,4 @@ def test_every_output_shows_a_loop_s_saving_beside_the_site_s(build):
     assert "its loop at once: 0.235 ms/step (likely 0.090-0.518)" in render_terminal(a, width=80)
     assert "loop at once 0.235 (0.090-0.518)" in render_markdown(a)
     assert 'loop at once 0.235</span><br><span class="muted">0.09-0.52</span>' in render_html(a)
+    assert "do the loop of <code>train.py:40</code> for all items at once</td>" in render_html(a)

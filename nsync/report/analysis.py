@@ -541,6 +541,21 @@ class Report:
         unprofiled = self.what_if.unprofiled_step_ms if self.what_if else None
         return _less(unprofiled, group.predicted_saving_ms_per_step)
 
+    def step_ms_if_loop_at_once(self, site: CallSite) -> float | None:
+        """The predicted unprofiled step with the loop of reads ``site`` is in done for all its items at once."""
+        unprofiled = self.what_if.unprofiled_step_ms if self.what_if else None
+        return _less(unprofiled, site.loop_saving_ms_per_step)
+
+    def loops_at_once(self, sites: list[CallSite]) -> list[tuple[CallSite, list[CallSite]]]:
+        """Each loop of reads among ``sites`` once: its first site and all its sites (those that share its
+        saving: a loop's sites carry the same one)."""
+        loops: dict[tuple[float, float | None, float | None], list[CallSite]] = {}
+        for site in sites:
+            if site.loop_saving_ms_per_step is not None:
+                key = (site.loop_saving_ms_per_step, *site.loop_saving_range_ms)
+                loops.setdefault(key, []).append(site)
+        return [(members[0], members) for members in loops.values()]
+
     def library_frames(self, sites: list[CallSite] | list[OnceSite]) -> bool:
         """Whether any of ``sites`` is issued by a library (the renderers then show where)."""
         return any(site.issued_at for site in sites)
