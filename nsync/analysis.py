@@ -6,6 +6,7 @@ import functools
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from itertools import compress
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ from nsync.keys import dense_codes
 from nsync.load import CallsiteSource, Trace, load_trace
 from nsync.settings import setting
 from nsync.source import search_folders
-from nsync.stages.advice import ReadGroup, advise_callsites, advise_loops, read_groups
+from nsync.stages.advice import ReadGroup, advise_callsites, advise_loops, in_source, read_groups
 from nsync.stages.attribute import attribute_syncs, device_busy, lead_curves
 from nsync.stages.callsites import (
     assign_stacks,
@@ -220,6 +221,10 @@ def analyze(
     except ReplaySkipped as skipped:
         warnings.append(str(skipped))
     if predicted is not None:
+        loops = predicted.loops  # only those the source does not deny
+        predicted = replace(
+            predicted, loops=tuple(compress(loops, in_source(callsites, [x.sites for x in loops], search)))
+        )
         callsites = _with_savings(callsites, predicted, config)
         in_loops = {site: loop.reads_per_step for loop in predicted.loops for site in loop.sites}
         callsites = advise_loops(callsites, in_loops, search)

@@ -252,3 +252,29 @@ def test_every_output_shows_a_loop_s_saving_beside_the_site_s(build):
     assert "loop at once 0.235 (0.090-0.518)" in render_markdown(a)
     assert 'loop at once 0.235</span><br><span class="muted">0.09-0.52</span>' in render_html(a)
     assert "do the loop of <code>train.py:40</code> for all items at once</td>" in render_html(a)
+
+
+@pytest.mark.parametrize("looped", [True, False], ids=["a for loop around the line", "no loop in the source"])
+def test_a_loop_the_source_shows_no_loop_around_is_a_library_s_own_and_not_priced(tmp_path, looped: bool):
+    """The same reads (line 40, one stack, 10 a step) are a Python loop when the readable source has one around
+    line 40, and a library reading from C++ inside one call of the line when it has none."""
+    from nsync import AnalysisConfig, analyze
+
+    inner = (
+        ["    for item in items:", "        total += loss_of(item).item()"]
+        if looped
+        else [
+            "    pass",
+            "    total = ctc(log_probs, targets).item()",
+        ]
+    )
+    source = tmp_path / "src" / "train.py"
+    source.parent.mkdir()
+    source.write_text("\n".join(["import torch"] * 37 + ["for step in range(100):", *inner]) + "\n")  # read: line 40
+    b = TraceBuilder()
+    a_loop_of_reads(b)
+    path = b.write(tmp_path / "loop.sqlite")
+    a = analyze(path, AnalysisConfig(host_scale=1.0, host_scale_range=()), source_dirs=[source.parent])
+    assert a.callsites.iloc[0]["advice"].basis == "code"  # the line was read
+    assert bool(a.what_if.loops) == looped
+    assert a.callsites["loop_saving_ns_per_step"].notna().all() == looped

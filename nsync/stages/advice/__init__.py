@@ -16,7 +16,7 @@ from nsync.stages.advice.advise import advise, advise_callsites, advise_code
 from nsync.stages.advice.code import read_code
 from nsync.stages.advice.groups import read_groups
 from nsync.stages.advice.library import library_advice
-from nsync.stages.advice.loops import advise_loops
+from nsync.stages.advice.loops import advise_loops, in_source
 from nsync.stages.advice.model import ADVICE_COLUMNS, Advice, LineEdit, ReadGroup, Reads
 from nsync.stages.advice.patterns import PATTERNS, UNKNOWN, classify
 
@@ -33,6 +33,7 @@ __all__ = [
     "advise_code",
     "advise_loops",
     "classify",
+    "in_source",
     "library_advice",
     "read_code",
     "read_groups",

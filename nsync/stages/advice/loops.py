@@ -43,6 +43,21 @@ def loop_header(code: _Code) -> tuple[int, str] | None:
     return loop.lineno, code.lines[loop.lineno - 1].strip()
 
 
+def in_source(callsites: pd.DataFrame, loops: Iterable[tuple[int, ...]], search: Iterable[Path]) -> list[bool]:
+    """For each loop the replay found (its call sites), whether it can be a loop of the user's: no site's line is
+    readable with no loop around it (a library reading 8 times from C++ inside one call of the line repeats its
+    Python stack as a loop does). Unreadable lines cannot say: their loops stay."""
+    folders = tuple(search)
+    where = dict(
+        zip(callsites["site_id"].astype(int), zip(callsites["file"].astype(str), callsites["line"].astype(int)))
+    )
+    kept = []
+    for sites in loops:
+        codes = [read_code(where[site][0], where[site][1], folders) for site in sites if site in where]
+        kept.append(all(code is None or loop_header(code) is not None for code in codes))
+    return kept
+
+
 def advise_loops(callsites: pd.DataFrame, reads_per_step: dict[int, float], search: Iterable[Path]) -> pd.DataFrame:
     """The advice of each call site in a loop of reads (``reads_per_step``: site id -> the loop's reads a step)
     says so and adds the loop's fix to its own."""
