@@ -365,11 +365,11 @@ def _released_calls(model: ReplayModel, released: np.ndarray, vectorised: bool) 
     inside = loop >= 0
     if not vectorised or not inside.any():
         return first, goes_on
-    loops = len(model.sync_loop_first)
-    held = np.bincount(loop[inside], weights=~released[inside], minlength=loops) == 0
-    gone = inside & held[np.where(inside, loop, 0)]
-    first = np.where(gone, model.sync_loop_first[np.where(inside, loop, 0)], first)
-    goes_on = np.where(gone, np.arange(len(loop)) != model.sync_loop_last[np.where(inside, loop, 0)], goes_on)
+    of = np.where(inside, loop, 0)  # each sync's loop (0 outside any: masked by ``inside``)
+    held = np.bincount(loop[inside], weights=~released[inside], minlength=len(model.sync_loop_first)) == 0
+    gone = inside & held[of]
+    first = np.where(gone, model.sync_loop_first[of], first)
+    goes_on = np.where(gone, np.arange(len(loop)) != model.sync_loop_last[of], goes_on)
     return first, goes_on
 
 
@@ -633,15 +633,18 @@ def what_if(
     model = prepare(ops, syncs, Steps(table=replayed, source=steps.source, warmup=0))
     none = np.zeros(len(model.sync_start), bool)
 
-    def predict(released: np.ndarray, scale: float, vectorised: bool = False) -> float:
-        return _median(step_times_ns(model, replay(model, released, scale, vectorised)))
+    # each replay once: the fits and the savings share the trace as it is, a loop of one site its kept replay with
+    # the site's, the own syncs theirs with all syncs' where the program issues them all
+    done: dict[tuple[bytes, float, bool], float] = {}
 
-    as_is: dict[float, float] = {}  # the trace as it is, by host scale: the fits and the savings share them
+    def predict(released: np.ndarray, scale: float, vectorised: bool = False) -> float:
+        key = (np.packbits(released).tobytes(), scale, vectorised)
+        if key not in done:
+            done[key] = _median(step_times_ns(model, replay(model, released, scale, vectorised)))
+        return done[key]
 
     def predict_as_is(scale: float) -> float:
-        if scale not in as_is:
-            as_is[scale] = predict(none, scale)
-        return as_is[scale]
+        return predict(none, scale)
 
     as_captured = predict_as_is(1.0)
     if not np.isfinite(as_captured):
@@ -671,13 +674,11 @@ def what_if(
         int(site) for site in callsites.sort_values("exposed_idle_ns", ascending=False).head(sites_fit)["site_id"]
     ]
     released = [model.sync_site == site for site in replayed_sites] + [np.isin(model.sync_site, g) for g in groups]
-    own = None if own_sites is None else np.isin(model.sync_site, own_sites)
-    if own is not None and own.all():
-        own = None  # every sync is the program's own: that replay is the one of all syncs
+    own = ~none if own_sites is None else np.isin(model.sync_site, own_sites)
     steps_at = np.array(
         [
             [predict_as_is(scale)]
-            + [predict(r, scale) for r in [~none, *released] + ([] if own is None else [own])]
+            + [predict(r, scale) for r in [~none, *released, own]]
             + [
                 predict(np.isin(model.sync_site, loop), scale, vectorised)
                 for loop in loops
@@ -686,8 +687,6 @@ def what_if(
             for scale in scales
         ]
     )
-    if own is None:
-        steps_at = np.insert(steps_at, steps_at.shape[1] - 2 * len(loops), steps_at[:, 1], axis=1)
     saved = steps_at[:, :1] - steps_at[:, 1:]  # per scale: all syncs, each site, each group, the own syncs, loops
     least, largest = saved.min(axis=0), saved.max(axis=0)
     spans = list(zip(least.tolist(), largest.tolist()))
