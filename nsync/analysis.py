@@ -31,7 +31,7 @@ from nsync.stages.callsites import (
 from nsync.stages.detect import detect_syncs, is_relevant_api
 from nsync.stages.excerpt import TimelineExcerpt, timeline_excerpt
 from nsync.stages.phases import PHASE_COLUMNS, PHASE_SITE_COLUMNS, phase_intervals, phase_table
-from nsync.stages.replay import LOOP_SAVING_COLUMNS, SAVING_COLUMNS, ReplaySkipped, WhatIf, saving_range, what_if
+from nsync.stages.replay import LOOP_COLUMNS, SAVING_COLUMNS, ReplaySkipped, WhatIf, saving_range, what_if
 from nsync.stages.steps import Steps, empty_steps_table, find_steps, gpu_step_times, launched_in_steps
 from nsync.waiting import result
 
@@ -443,12 +443,14 @@ def _with_savings(callsites: pd.DataFrame, predicted: WhatIf, config: AnalysisCo
     low, high = saving_range(least, largest, config.saving_ratio)
     ranked = callsites.assign(**dict(zip(SAVING_COLUMNS, (saving, low, high))))
     # the saving of the loop of reads a site is in, done for all its items at once (NaN: in none)
-    loop_of = {site: loop for loop in predicted.loops for site in loop.sites}
-    found = [loop_of.get(int(site)) for site in ranked["site_id"]]
+    loop_of = {site: k for k, loop in enumerate(predicted.loops) for site in loop.sites}
+    ids = [loop_of.get(int(site)) for site in ranked["site_id"]]
+    loop_id = np.array([np.nan if k is None else k for k in ids], float)  # NaN: in none, as the figures
+    found = [None if k is None else predicted.loops[k] for k in ids]
     loop_saving = np.array([np.nan if loop is None else loop.saving_ns for loop in found])
     ends = np.array([(np.nan, np.nan) if loop is None else loop.span_ns for loop in found]).reshape(-1, 2)
     loop_low, loop_high = saving_range(np.maximum(ends[:, 0], 0.0), np.maximum(ends[:, 1], 0.0), config.saving_ratio)
-    ranked = ranked.assign(**dict(zip(LOOP_SAVING_COLUMNS, (loop_saving, loop_low, loop_high))))
+    ranked = ranked.assign(**dict(zip(LOOP_COLUMNS, (loop_id, loop_saving, loop_low, loop_high))))
     return ranked.sort_values(
         ["predicted_saving_ns_per_step", "exposed_idle_ns", "count"], ascending=False, na_position="last"
     ).reset_index(drop=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from nsync.stages.replay import PROFILED_HOST_SCALE_MAX, fit_host_scale, other_scales
+from nsync.stages.replay import LOOP_BODY_OPS, PROFILED_HOST_SCALE_MAX, fit_host_scale, other_scales
 from tests.tracebuilder import DEVICE, DTOH, PINNED, TraceBuilder, ns
 
 PERIOD = 1020
@@ -183,7 +183,9 @@ def test_predicted_saving_is_within_30_percent_of_the_measured_one(h200_analysis
     assert saving == pytest.approx((degraded - healthy) * 1e6, rel=0.30)
 
 
-def a_loop_of_reads(b: TraceBuilder, reads: int = 10, steps: int = 8, ops: int = 1) -> None:
+def a_loop_of_reads(
+    b: TraceBuilder, reads: int = 10, steps: int = 8, ops: int = 1, lines: tuple[int, ...] = (40,)
+) -> None:
     """A step of 500 µs the host bounds (µs from t0): kernel K launched at 0 (GPU 7-17), then line 40 reads in a
     loop, ``reads`` times from one stack: each iteration starts at a = 20 + 40 j, 10 µs of Python, ``ops``
     small kernels launched from a + 10 (0.4 µs apart, the first on the GPU at a + 17, 0.2 µs each), its copy
@@ -191,17 +193,26 @@ def a_loop_of_reads(b: TraceBuilder, reads: int = 10, steps: int = 8, ops: int =
     then Python to a + 40; after the loop, Python to 500.
 
     Released, each read takes its copy call and sync away: 10 µs a read. Vectorised, the host time from the
-    first read's copy call (34) to the last read's end (20 + 40 (reads - 1) + 24) goes too."""
+    first read's copy call (34) to the last read's end (20 + 40 (reads - 1) + 24) goes too.
+
+    ``lines``: one such loop after another, each reading its own line (the step 40 ``reads`` µs longer a loop),
+    each with LOOP_BODY_OPS + 1 more small kernels before its first read's (work between two loops)."""
+    step_us = 500 + 40 * reads * (len(lines) - 1)
     for i in range(steps):
-        t0 = i * 500
-        b.nvtx_range(1, "step", t0, t0 + 499)
+        t0 = i * step_us
+        b.nvtx_range(1, "step", t0, t0 + step_us - 1)
         b.kernel(1, t0, t0 + 7, t0 + 17, name="K", launch_cost_us=4)
-        for j in range(reads):
-            a = t0 + 20 + 40 * j
-            for k in range(ops):
-                b.kernel(1, a + 10 + k * 0.4, a + 17 + k * 0.3, a + 17.2 + k * 0.3, name="small", launch_cost_us=0.4)
-            b.memcpy(1, "cudaMemcpyAsync_v3020", a + 14, a + 18, a + 21, a + 22, DTOH, DEVICE, PINNED)
-            b.python_stack(1, b.stream_sync(1, a + 18, a + 24), [("step", "/u/train.py", 40)])
+        for m, line in enumerate(lines):
+            for j in range(reads):
+                a = t0 + 20 + 40 * (j + m * reads)
+                for k in range(LOOP_BODY_OPS + 1 if j == 0 and len(lines) > 1 else 0):
+                    b.kernel(1, a + 1 + k * 0.4, a + 9 + k * 0.3, a + 9.2 + k * 0.3, name="between", launch_cost_us=0.2)
+                for k in range(ops):
+                    b.kernel(
+                        1, a + 10 + k * 0.4, a + 17 + k * 0.3, a + 17.2 + k * 0.3, name="small", launch_cost_us=0.4
+                    )
+                b.memcpy(1, "cudaMemcpyAsync_v3020", a + 14, a + 18, a + 21, a + 22, DTOH, DEVICE, PINNED)
+                b.python_stack(1, b.stream_sync(1, a + 18, a + 24), [("step", "/u/train.py", line)])
 
 
 def test_a_loop_of_reads_done_at_once_takes_the_loop_s_host_time_away(build):
@@ -252,6 +263,33 @@ def test_every_output_shows_a_loop_s_saving_beside_the_site_s(build):
     assert "loop at once 0.235 (0.090-0.518)" in render_markdown(a)
     assert 'loop at once 0.235</span><br><span class="muted">0.09-0.52</span>' in render_html(a)
     assert "do the loop of <code>train.py:40</code> for all items at once</td>" in render_html(a)
+
+
+def test_each_loop_of_reads_is_one_loop_in_every_output_even_with_another_s_figures(build, tmp_path):
+    """Two loops one after the other (lines 40 and 50, work between them): each site names its own loop, in the
+    JSON and the SQLite, and the HTML has a What-if row for each, as it would if their figures were equal."""
+    import json
+    import sqlite3
+    from dataclasses import replace
+
+    from nsync import build_report, render_html, render_json
+    from nsync.render.database import write_database
+
+    b = TraceBuilder()
+    a_loop_of_reads(b, lines=(40, 50))
+    a = build(b, host_scale=1.0, host_scale_range=())
+    assert len(a.what_if.loops) == 2
+    by_line = {site["line"]: site["loop_id"] for site in json.loads(render_json(a))["callsites"]}
+    assert sorted(by_line) == [40, 50] and sorted(by_line.values()) == [0, 1]
+    write_database(a, tmp_path / "report.db")
+    with sqlite3.connect(tmp_path / "report.db") as db:
+        assert dict(db.execute("select line, loop_id from callsites").fetchall()) == by_line
+    html = render_html(a)
+    assert "do the loop of <code>train.py:40</code>" in html and "do the loop of <code>train.py:50</code>" in html
+    report = build_report(a)
+    figures = {"loop_saving_ms_per_step": 0.25, "loop_saving_ms_per_step_low": 0.1, "loop_saving_ms_per_step_high": 0.5}
+    same = [replace(s, **figures) for s in report.callsites]
+    assert [[s.line for s in sites] for _, sites in report.loops_at_once(same)] in ([[40], [50]], [[50], [40]])
 
 
 @pytest.mark.parametrize("looped", [True, False], ids=["a for loop around the line", "no loop in the source"])

@@ -13,7 +13,7 @@ from nsync.stages.advice import ADVICE_COLUMNS
 from nsync.stages.attribute import ATTRIBUTED_COLUMNS
 from nsync.stages.callsites import CALLSITE_COLUMNS, LABEL_COLUMNS, STACK_COLUMNS
 from nsync.stages.detect import SYNC_COLUMNS, SYNC_ORDER, detect_syncs, is_relevant_api
-from nsync.stages.replay import LOOP_SAVING_COLUMNS, SAVING_COLUMNS
+from nsync.stages.replay import LOOP_COLUMNS, SAVING_COLUMNS
 from tests.test_cli import ROOT
 
 TRACES = [ROOT / "fixtures/h200/print_deg.sqlite.xz", ROOT / "fixtures/h200/p2.sqlite.xz"]
@@ -59,6 +59,6 @@ def test_each_stage_adds_its_declared_columns_and_keeps_the_sync_order(loaded) -
     syncs = result.syncs
     assert list(syncs.columns) == [*SYNC_COLUMNS, *ATTRIBUTED_COLUMNS, *STACK_COLUMNS, *LABEL_COLUMNS]
     assert _in_sync_order(syncs) and len(syncs) > 0
-    assert list(result.callsites.columns) == [*CALLSITE_COLUMNS, *ADVICE_COLUMNS, *SAVING_COLUMNS, *LOOP_SAVING_COLUMNS]
+    assert list(result.callsites.columns) == [*CALLSITE_COLUMNS, *ADVICE_COLUMNS, *SAVING_COLUMNS, *LOOP_COLUMNS]
     # the exposed-idle window starts once, where attribute puts it: inside the call
     assert (syncs["exposed_start_ns"].between(syncs["start"], syncs["end"])).all()

@@ -18,7 +18,7 @@ import sqlite_utils
 
 from nsync.errors import UsageError
 from nsync.load.db import NSYS_MARKER_TABLES, SQLITE_MAGIC
-from nsync.stages.replay import LOOP_SAVING_COLUMNS, SAVING_COLUMNS
+from nsync.stages.replay import LOOP_COLUMNS, SAVING_COLUMNS
 from nsync.version import installed_version
 
 if TYPE_CHECKING:
@@ -70,6 +70,7 @@ CALLSITE_COLUMNS: dict[str, type] = {
     "predicted_saving_ns_per_step": float,
     "predicted_saving_ns_per_step_low": float,  # its likely range (AnalysisConfig.saving_ratio)
     "predicted_saving_ns_per_step_high": float,
+    "loop_id": int,  # the loop of reads it is in (NULL: in none): a loop's sites share it
     "loop_saving_ns_per_step": float,  # its loop of reads done for all items at once (NULL: in no loop)
     "loop_saving_ns_per_step_low": float,
     "loop_saving_ns_per_step_high": float,
@@ -220,7 +221,9 @@ def _callsite_rows(analysis: Analysis) -> dict[str, list[Any]]:
         "host_wait_ns": [int(v) for v in sites["host_wait_ns"]],
         "host_wait_ns_per_step": number(sites["host_wait_ns_per_step"]),
         "lead_before_ns_mean": number(sites["lead_before_ns_mean"]),
-        **{column: number(saving(column)) for column in (*SAVING_COLUMNS, *LOOP_SAVING_COLUMNS)},
+        **{column: number(saving(column)) for column in SAVING_COLUMNS},
+        "loop_id": [None if v is None else int(v) for v in number(saving("loop_id"))],
+        **{column: number(saving(column)) for column in LOOP_COLUMNS[1:]},
         "kinds": [", ".join(k) for k in sites["kinds"]],
         "apis": [", ".join(a) for a in sites["apis"]],
         "hint": sites["hint"].astype(str).tolist(),

@@ -209,7 +209,9 @@ class CallSite(Site):
     advice: Advice | None = None  # the fix, from the code (None: the hint, from the sync's kind, is all there is)
     predicted_saving_ms_per_step_low: float | None = None  # the saving's likely range (AnalysisConfig.saving_ratio)
     predicted_saving_ms_per_step_high: float | None = None
-    # a read in a loop of reads (the replay found it): what doing the loop's work for all items at once saves
+    # a read in a loop of reads (the replay found it): which loop (a loop's sites share it), and what doing the
+    # loop's work for all items at once saves
+    loop_id: int | None = None
     loop_saving_ms_per_step: float | None = None
     loop_saving_ms_per_step_low: float | None = None
     loop_saving_ms_per_step_high: float | None = None
@@ -547,13 +549,11 @@ class Report:
         return _less(unprofiled, site.loop_saving_ms_per_step)
 
     def loops_at_once(self, sites: list[CallSite]) -> list[tuple[CallSite, list[CallSite]]]:
-        """Each loop of reads among ``sites`` once: its first site and all its sites (those that share its
-        saving: a loop's sites carry the same one)."""
-        loops: dict[tuple[float, float | None, float | None], list[CallSite]] = {}
+        """Each loop of reads among ``sites`` once: its first site and all its sites."""
+        loops: dict[int, list[CallSite]] = {}
         for site in sites:
-            if site.loop_saving_ms_per_step is not None:
-                key = (site.loop_saving_ms_per_step, *site.loop_saving_range_ms)
-                loops.setdefault(key, []).append(site)
+            if site.loop_id is not None:
+                loops.setdefault(site.loop_id, []).append(site)
         return [(members[0], members) for members in loops.values()]
 
     def library_frames(self, sites: list[CallSite] | list[OnceSite]) -> bool:
@@ -759,6 +759,7 @@ def _callsite(row: dict[str, Any], gpu_idle_ns: int) -> CallSite:
         predicted_saving_ms_per_step=ns_to_ms(row.get("predicted_saving_ns_per_step")),
         predicted_saving_ms_per_step_low=ns_to_ms(row.get("predicted_saving_ns_per_step_low")),
         predicted_saving_ms_per_step_high=ns_to_ms(row.get("predicted_saving_ns_per_step_high")),
+        loop_id=None if _num(row.get("loop_id")) is None else int(row["loop_id"]),
         loop_saving_ms_per_step=ns_to_ms(row.get("loop_saving_ns_per_step")),
         loop_saving_ms_per_step_low=ns_to_ms(row.get("loop_saving_ns_per_step_low")),
         loop_saving_ms_per_step_high=ns_to_ms(row.get("loop_saving_ns_per_step_high")),

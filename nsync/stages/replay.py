@@ -552,8 +552,9 @@ SAVING_COLUMNS = (
     "predicted_saving_ns_per_step_high",
 )
 
-# what the what-if adds to each call site in a loop of reads: the loop's saving done for all items at once, its range
-LOOP_SAVING_COLUMNS = ("loop_saving_ns_per_step", "loop_saving_ns_per_step_low", "loop_saving_ns_per_step_high")
+# what the what-if adds to each call site in a loop of reads: which loop (its index in WhatIf.loops), the loop's
+# saving done for all items at once, and its range
+LOOP_COLUMNS = ("loop_id", "loop_saving_ns_per_step", "loop_saving_ns_per_step_low", "loop_saving_ns_per_step_high")
 
 
 def saving_range(least: Any, largest: Any, ratio: tuple[float, float]) -> tuple[Any, Any]:
