@@ -2,7 +2,8 @@
 # On an H200 machine: what each part of nsync profile's nsys flags costs a real program. Each program of
 # fixtures/fresh runs in `ab` mode (steptimer.py: healthy and degraded blocks alternating, $NSYNC_AB_BLOCKS
 # pairs) unprofiled and under nsys with: all of nsync's flags, all but OS-runtime tracing, all but the
-# backtraces, and CUDA tracing alone (or $CONFIGS: also cuda-nvtx, cuda-backtraces); $1 rounds (default 2), alternated. RESULT lines into $OUT/flag-cost.log.
+# backtraces, and CUDA tracing alone (or $CONFIGS: also cuda-nvtx, cuda-backtraces); $1 rounds (default 2),
+# alternated. RESULT lines into $OUT/flag-cost.log (fixtures/h200/profiler-cost).
 source "$(dirname "$0")/h200-env.sh"
 cd "$ROOT/fixtures/fresh"
 export NSYNC_AB_BLOCKS=${NSYNC_AB_BLOCKS:-3}
