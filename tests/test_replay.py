@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from nsync.stages.replay import LOOP_BODY_OPS, PROFILED_HOST_SCALE_MAX, fit_host_scale, other_scales
-from tests.tracebuilder import DEVICE, DTOH, PINNED, TraceBuilder, ns
+from tests.tracebuilder import DEVICE, DTOH, PAGEABLE, PINNED, TraceBuilder, ns
 
 PERIOD = 1020
 
@@ -184,7 +184,13 @@ def test_predicted_saving_is_within_30_percent_of_the_measured_one(h200_analysis
 
 
 def a_loop_of_reads(
-    b: TraceBuilder, reads: int = 10, steps: int = 8, ops: int = 1, lines: tuple[int, ...] = (40,)
+    b: TraceBuilder,
+    reads: int = 10,
+    steps: int = 8,
+    ops: int = 1,
+    lines: tuple[int, ...] = (40,),
+    pageable: bool = False,
+    then: int | None = None,
 ) -> None:
     """A step of 500 µs the host bounds (µs from t0): kernel K launched at 0 (GPU 7-17), then line 40 reads in a
     loop, ``reads`` times from one stack: each iteration starts at a = 20 + 40 j, 10 µs of Python, ``ops``
@@ -196,7 +202,9 @@ def a_loop_of_reads(
     first read's copy call (34) to the last read's end (20 + 40 (reads - 1) + 24) goes too.
 
     ``lines``: one such loop after another, each reading its own line (the step 40 ``reads`` µs longer a loop),
-    each with LOOP_BODY_OPS + 1 more small kernels before its first read's (work between two loops)."""
+    each with LOOP_BODY_OPS + 1 more small kernels before its first read's (work between two loops).
+    ``pageable``: each copy goes to pageable memory (``.tolist()``), its call blocking until the copy's end (a + 23).
+    ``then``: that line reads once more after the last loop, as the loop's reads do (a read after the loop)."""
     step_us = 500 + 40 * reads * (len(lines) - 1)
     for i in range(steps):
         t0 = i * step_us
@@ -211,8 +219,20 @@ def a_loop_of_reads(
                     b.kernel(
                         1, a + 10 + k * 0.4, a + 17 + k * 0.3, a + 17.2 + k * 0.3, name="small", launch_cost_us=0.4
                     )
-                b.memcpy(1, "cudaMemcpyAsync_v3020", a + 14, a + 18, a + 21, a + 22, DTOH, DEVICE, PINNED)
-                b.python_stack(1, b.stream_sync(1, a + 18, a + 24), [("step", "/u/train.py", line)])
+                stack = [("step", "/u/train.py", line)]
+                if pageable:
+                    b.python_stack(
+                        1,
+                        b.memcpy(1, "cudaMemcpyAsync_v3020", a + 14, a + 23, a + 21, a + 22, DTOH, DEVICE, PAGEABLE),
+                        stack,
+                    )
+                else:
+                    b.memcpy(1, "cudaMemcpyAsync_v3020", a + 14, a + 18, a + 21, a + 22, DTOH, DEVICE, PINNED)
+                b.python_stack(1, b.stream_sync(1, a + 23 if pageable else a + 18, a + 24), stack)
+        if then is not None:
+            a = t0 + 20 + 40 * len(lines) * reads
+            b.memcpy(1, "cudaMemcpyAsync_v3020", a + 14, a + 18, a + 21, a + 22, DTOH, DEVICE, PINNED)
+            b.python_stack(1, b.stream_sync(1, a + 18, a + 24), [("step", "/u/train.py", then)])
 
 
 def test_a_loop_of_reads_done_at_once_takes_the_loop_s_host_time_away(build):
@@ -263,6 +283,48 @@ def test_every_output_shows_a_loop_s_saving_beside_the_site_s(build):
     assert "loop at once 0.235 (0.090-0.518)" in render_markdown(a)
     assert 'loop at once 0.235</span><br><span class="muted">0.09-0.52</span>' in render_html(a)
     assert "do the loop of <code>train.py:40</code> for all items at once</td>" in render_html(a)
+
+
+def test_a_read_of_another_line_just_after_a_loop_is_not_in_the_loop(build):
+    """Line 60 reads once a few ops after the loop's last read (a run of reads goes on): the loop is still line
+    40's alone, its figures those of the loop without it (100 µs of reads, 370 µs for the whole loop)."""
+    b = TraceBuilder()
+    a_loop_of_reads(b, then=60)
+    a = build(b, host_scale=1.0, host_scale_range=())
+    (loop,) = a.what_if.loops
+    line_of = dict(zip(a.callsites["site_id"], a.callsites["line"]))
+    assert [line_of[site] for site in loop.sites] == [40] and loop.reads_per_step == 10
+    assert loop.span_ns == (ns(10 * 10), ns(20 + 40 * 9 + 24 - 34))
+
+
+@pytest.mark.parametrize(
+    ("source", "looped"),
+    [("loop", True), ("none", False), (None, False)],
+    ids=["a for loop around the line", "no loop in the source", "source unreadable"],
+)
+def test_a_loop_of_copies_to_pageable_memory_is_a_loop_only_where_the_source_shows_it(tmp_path, source, looped):
+    """``.tolist()`` in a loop: each read a blocking copy to pageable memory, then a sync. Such a loop is the
+    user's where the source shows a loop around the line; unreadable, it may be a library's inside one call
+    (torch's ctc_loss makes one: in_source), so it is not priced."""
+    from nsync import AnalysisConfig, analyze
+
+    inner = {"loop": ["    for row in rows:", "        ids = row.tolist()"], "none": ["    pass", "    ids = ctc(x)"]}
+    folders = []
+    if source is not None:
+        code = tmp_path / "src" / "train.py"
+        code.parent.mkdir()
+        code.write_text("\n".join(["import torch"] * 37 + ["for step in range(100):", *inner[source]]) + "\n")
+        folders = [code.parent]
+    b = TraceBuilder()
+    a_loop_of_reads(b, pageable=True)
+    a = analyze(
+        b.write(tmp_path / "t.sqlite"), AnalysisConfig(host_scale=1.0, host_scale_range=()), source_dirs=folders
+    )
+    assert "pageable-copy" in a.callsites.iloc[0]["kinds"]
+    assert bool(a.what_if.loops) == looped
+    if looped:
+        (loop,) = a.what_if.loops
+        assert loop.reads_per_step == 20  # each item: its copy and its sync
 
 
 def test_each_loop_of_reads_is_one_loop_in_every_output_even_with_another_s_figures(build, tmp_path):

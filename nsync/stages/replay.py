@@ -131,7 +131,7 @@ def prepare(ops: pd.DataFrame, syncs: pd.DataFrame, steps: Steps) -> ReplayModel
         sync_prev=prev,
         sync_call_first=call_first,
         sync_call_goes_on=_goes_on(prev, call_first),
-        **_loops(tids, prev, is_read, anchor, syncs, steps),
+        **_loops(tids, prev, is_read | _pageable_reads(syncs), anchor, syncs, steps),
         sync_waits=_waits(syncs, streams, launch),
         sync_site=syncs["site_id"].to_numpy(np.int64),
         window_start_ns=start_ns,
@@ -202,11 +202,12 @@ LOOP_BODY_OPS = 8  # GPU ops launched between two reads of a loop at most: per-i
 def _loops(
     tids: np.ndarray, prev: np.ndarray, is_read: np.ndarray, anchor: np.ndarray, syncs: pd.DataFrame, steps: Steps
 ) -> dict[str, np.ndarray]:
-    """The loops of reads: a thread's run of value reads in one step, a few GPU ops apart (at most
+    """The loops of reads: a thread's run of value reads (``is_read``) in one step, a few GPU ops apart (at most
     LOOP_BODY_OPS: a per-item body, not a micro-batch's forward), in which the run's first call (its site,
-    caller and stack) comes back at least LOOP_MIN_READS times: ``for c in range(classes): ... .item()``. The
-    fix the advice gives such a loop does its work for all items at once, so when every read of the loop is
-    released, the host's time and the GPU work between its first read and its last go with it."""
+    caller and stack) comes back at least LOOP_MIN_READS times: ``for c in range(classes): ... .item()``; the
+    loop's reads are those of the calls its first iteration makes. The fix the advice gives such a loop does its
+    work for all items at once, so when every read of the loop is released, the host's time and the GPU work
+    between its first read and its last go with it."""
     count = len(prev)
     body_ops = np.bincount(anchor[anchor >= 0], minlength=count)[:count]
     step = np.searchsorted(steps.table["start"].to_numpy(np.int64), syncs["start"].to_numpy(np.int64), "right")
@@ -220,13 +221,27 @@ def _loops(
     order = np.argsort(tids, kind="stable")  # thread by thread, each in time order
     run_first = np.maximum.accumulate(np.where(joined[order], -1, np.arange(count)))
     first[order] = order[run_first]
-    keys = [syncs[c].to_numpy(np.int64) for c in CALL_KEYS]
-    repeats_first = np.logical_and.reduce([key == key[first] for key in keys])
+    (key,) = group_codes([syncs[c].to_numpy(np.int64) for c in CALL_KEYS])
+    repeats_first = key == key[first]
     firsts, run = np.unique(first, return_inverse=True)
     looped = np.bincount(run, weights=repeats_first)[run] >= LOOP_MIN_READS
-    last = np.zeros(len(firsts), np.int64)
-    np.maximum.at(last, run, np.arange(count))
-    return {"sync_loop": np.where(looped, run, -1), "sync_loop_first": firsts, "sync_loop_last": last}
+    # a read after the loop's last iteration (the next step's first, a few ops on) joins the run but not the
+    # loop: the loop's reads are those of the lines its first iteration reads (before its first read comes back)
+    along = order[np.argsort(run[order], kind="stable")]  # run by run, each in time order
+    counted = np.cumsum(repeats_first[along])
+    earlier = np.concatenate([[0], counted])[np.searchsorted(run[along], run[along], "left")]  # in runs before
+    seen = np.zeros(count, np.int64)  # how many times the run's first read has come, up to each sync
+    seen[along] = counted - earlier
+    pair = run * (int(key.max(initial=0)) + 1) + key
+    in_loop = looped & np.isin(pair, pair[seen <= 1])
+    last = np.full(len(firsts), -1, np.int64)
+    np.maximum.at(last, run[in_loop], np.flatnonzero(in_loop))
+    return {"sync_loop": np.where(in_loop, run, -1), "sync_loop_first": firsts, "sync_loop_last": last}
+
+
+def _pageable_reads(syncs: pd.DataFrame) -> np.ndarray:
+    """Copies to pageable host memory (``.tolist()``, ``.numpy()`` of a CUDA tensor): reads too, for _loops."""
+    return ((syncs["kind"] == SyncKind.MEMCPY_PAGEABLE) & (syncs["copy_direction"] == "DtoH")).to_numpy()
 
 
 def _removed_with(ops: pd.DataFrame, op_tid: np.ndarray, launch: np.ndarray, syncs: pd.DataFrame) -> np.ndarray:

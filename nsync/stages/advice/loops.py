@@ -12,6 +12,7 @@ import pandas as pd
 
 from nsync.stages.advice.code import _Code, read_code
 from nsync.stages.advice.model import Advice
+from nsync.stages.detect import SyncKind
 
 SHORT = "do the whole loop at once"
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
@@ -46,15 +47,19 @@ def loop_header(code: _Code) -> tuple[int, str] | None:
 def in_source(callsites: pd.DataFrame, loops: Iterable[tuple[int, ...]], search: Iterable[Path]) -> list[bool]:
     """For each loop the replay found (its call sites), whether it can be a loop of the user's: no site's line is
     readable with no loop around it (a library reading 8 times from C++ inside one call of the line repeats its
-    Python stack as a loop does). Unreadable lines cannot say: their loops stay."""
+    Python stack as a loop does). Unreadable lines cannot say: their loops stay, but for loops with copies to
+    pageable memory (``.tolist()``), which only a readable loop keeps: torch's ``ctc_loss`` makes such a loop in
+    C++ inside one call (fixtures/fresh7, audio_ctc_decode line 34)."""
     folders = tuple(search)
     where = dict(
         zip(callsites["site_id"].astype(int), zip(callsites["file"].astype(str), callsites["line"].astype(int)))
     )
+    pageable = dict(zip(callsites["site_id"].astype(int), [SyncKind.MEMCPY_PAGEABLE in k for k in callsites["kinds"]]))
     kept = []
     for sites in loops:
         codes = [read_code(where[site][0], where[site][1], folders) for site in sites if site in where]
-        kept.append(all(code is None or loop_header(code) is not None for code in codes))
+        unreadable_kept = not any(pageable.get(site, False) for site in sites)
+        kept.append(all(loop_header(code) is not None if code else unreadable_kept for code in codes))
     return kept
 
 
