@@ -59,7 +59,7 @@ def in_source(callsites: pd.DataFrame, loops: Iterable[tuple[int, ...]], search:
     for sites in loops:
         codes = [read_code(where[site][0], where[site][1], folders) for site in sites if site in where]
         unreadable_kept = not any(pageable.get(site, False) for site in sites)
-        kept.append(all(loop_header(code) is not None if code else unreadable_kept for code in codes))
+        kept.append(all(unreadable_kept if code is None else loop_header(code) is not None for code in codes))
     return kept
 
 
