@@ -415,7 +415,7 @@ def test_a_readable_line_no_pattern_fits_says_so_and_gives_the_kinds_advice(tmp_
     short, hint = HINTS[SyncKind.STREAM]
     sites = pd.DataFrame([{"file": str(path), "line": 2, "sync_file": str(path), "sync_line": 2,
                            "sync_function": "step", "stack": (Frame("step", str(path), 2),), "short_hint": short,
-                           "hint": hint}])  # fmt: skip
+                           "hint": hint, "kinds": [SyncKind.STREAM], "copy_directions": []}])  # fmt: skip
     (advice,) = advise_callsites(sites, [])["advice"]
     assert (advice.pattern, advice.basis, advice.rewrite, advice.caveat, advice.short) == (
         "no known pattern",
@@ -466,3 +466,38 @@ def test_the_loop_a_read_is_in_is_the_innermost_inside_the_step(tmp_path: Path, 
     path.write_text(program)
     code = read_code(str(path), line)
     assert code is not None and loop_header(code) == header
+
+
+@pytest.mark.parametrize(
+    ("line_text", "copy", "short"),
+    [
+        ("loss = ctc(log_probs, targets, input_lengths, target_lengths)", "DtoH", "a copy inside the call"),
+        ("ids = best.tolist()", "DtoH", None),  # the line's own copy: its pattern's advice
+        ("batch = model(inputs)", "HtoD", "pin the host buffer"),  # the kind's advice (no torch frame: CUDA's)
+    ],
+    ids=["a library's copy to the host", "the line's own .tolist()", "a copy to the GPU"],
+)
+def test_a_copy_to_pageable_memory_the_line_does_not_write_is_made_inside_the_call(
+    tmp_path: Path, line_text: str, copy: str, short: str | None
+) -> None:
+    """A readable line whose sync is a blocking copy to pageable host memory but which writes no copy (torch's
+    ctc_loss copies its CUDA lengths so, fixtures/fresh7): pinning, the kind's advice, cannot reach it."""
+    from tests.tracebuilder import DEVICE, DTOH, HTOD, PAGEABLE, TraceBuilder
+
+    source = tmp_path / "src" / "train.py"
+    source.parent.mkdir()
+    source.write_text("import torch\n" * 9 + line_text + "\n")  # line 10
+    b = TraceBuilder()
+    b.kernel(1, 0, 5, 800, name="K")
+    kind, src, dst = (DTOH, DEVICE, PAGEABLE) if copy == "DtoH" else (HTOD, PAGEABLE, DEVICE)
+    b.python_stack(
+        1, b.memcpy(1, "cudaMemcpyAsync_v3020", 20, 820, 805, 815, kind, src, dst), [("f", "/u/train.py", 10)]
+    )
+    a = analyze(b.write(tmp_path / "t.sqlite"), source_dirs=[source.parent])
+    (advice,) = a.callsites["advice"]
+    assert "pageable-copy" in a.callsites.iloc[0]["kinds"]
+    if short is None:
+        assert advice.pattern != "no known pattern"
+    else:
+        assert advice.short == short
+        assert advice.caveat.startswith("pinning does not reach") == (copy == "DtoH")

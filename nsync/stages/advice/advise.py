@@ -16,6 +16,7 @@ from nsync.stages.advice.patterns import PRINT, SHORT, UNKNOWN, classify
 from nsync.stages.advice.recognise import _from_function
 from nsync.stages.advice.rewrites import _REWRITERS, _checked, _Edit
 from nsync.stages.callsites import library_package
+from nsync.stages.detect import SyncKind
 
 
 def advise_code(code: _Code, file: str, printed: bool = False) -> Advice:
@@ -114,11 +115,34 @@ def advise_callsites(callsites: pd.DataFrame, search: Iterable[Path]) -> pd.Data
         )
         for file, line, sync_file, sync_line, sync_function, stack in zip(*(callsites[c] for c in columns))
     ]
+    inside = [
+        SyncKind.MEMCPY_PAGEABLE in k and "DtoH" in d for k, d in zip(callsites["kinds"], callsites["copy_directions"])
+    ]
     advice = [
-        _the_kinds(found, short, hint) if found is not None and found.pattern == UNKNOWN else found
-        for found, short, hint in zip(advice, callsites["short_hint"], callsites["hint"])
+        (_inside_the_call(found) if copied else _the_kinds(found, short, hint))
+        if found is not None and found.pattern == UNKNOWN
+        else found
+        for found, short, hint, copied in zip(advice, callsites["short_hint"], callsites["hint"], inside)
     ]
     return callsites.assign(advice=pd.Series(advice, index=callsites.index, dtype=object))
+
+
+INSIDE_THE_CALL = "a copy inside the call"
+
+
+def _inside_the_call(advice: Advice) -> Advice:
+    """A readable line no pattern fits whose sync is a copy to pageable host memory: the line writes no copy, so a
+    call on it makes one inside (torch's ``ctc_loss`` copies CUDA lengths so, fixtures/fresh7); pinning, the
+    kind's advice, does not reach a copy the call makes."""
+    return replace(
+        advice,
+        basis="kind",
+        short=INSIDE_THE_CALL,
+        why=f"no copy is written on this line ({advice.why[:-1]}): a call on it copies a GPU tensor to pageable "
+        "host memory inside it, as torch's ctc_loss does with CUDA lengths.",
+        caveat="pinning does not reach a copy the call makes: pass the call that tensor on the CPU where it takes "
+        "one (lengths and sizes often can be), or call it less often.",
+    )
 
 
 def _the_kinds(advice: Advice, short: str, hint: str) -> Advice:
