@@ -227,11 +227,9 @@ def _loops(
     looped = np.bincount(run, weights=repeats_first)[run] >= LOOP_MIN_READS
     # a read after the loop's last iteration (the next step's first, a few ops on) joins the run but not the
     # loop: the loop's reads are those of the lines its first iteration reads (before its first read comes back)
-    along = order[np.argsort(run[order], kind="stable")]  # run by run, each in time order
-    counted = np.cumsum(repeats_first[along])
-    earlier = np.concatenate([[0], counted])[np.searchsorted(run[along], run[along], "left")]  # in runs before
+    counted = np.cumsum(repeats_first[order])  # along ``order``, where each run is a stretch from run_first
     seen = np.zeros(count, np.int64)  # how many times the run's first read has come, up to each sync
-    seen[along] = counted - earlier
+    seen[order] = counted - np.concatenate([[0], counted])[run_first]
     pair = run * (int(key.max(initial=0)) + 1) + key
     in_loop = looped & np.isin(pair, pair[seen <= 1])
     last = np.full(len(firsts), -1, np.int64)
