@@ -140,6 +140,15 @@ def issued_by_own_code(callsites: pd.DataFrame) -> pd.Series:
     return (callsites["sync_file"] == callsites["file"]) & (callsites["sync_line"] == callsites["line"])
 
 
+def copies_to_pageable_host(callsites: pd.DataFrame) -> list[bool]:
+    """Whether each call site syncs in a copy from the GPU to pageable host memory (``.tolist()``, a copy a
+    library makes inside a call)."""
+    return [
+        SyncKind.MEMCPY_PAGEABLE in kinds and "DtoH" in directions
+        for kinds, directions in zip(callsites["kinds"], callsites["copy_directions"])
+    ]
+
+
 def sync_frame(stack: Stack, source: str) -> Frame:
     """The frame where the sync is issued: innermost outside PyTorch and the standard library (a native
     backtrace has no Python frames: its call site frame)."""

@@ -15,8 +15,7 @@ from nsync.stages.advice.model import Advice
 from nsync.stages.advice.patterns import PRINT, SHORT, UNKNOWN, classify
 from nsync.stages.advice.recognise import _from_function
 from nsync.stages.advice.rewrites import _REWRITERS, _checked, _Edit
-from nsync.stages.callsites import library_package
-from nsync.stages.detect import SyncKind
+from nsync.stages.callsites import copies_to_pageable_host, library_package
 
 
 def advise_code(code: _Code, file: str, printed: bool = False) -> Advice:
@@ -115,9 +114,7 @@ def advise_callsites(callsites: pd.DataFrame, search: Iterable[Path]) -> pd.Data
         )
         for file, line, sync_file, sync_line, sync_function, stack in zip(*(callsites[c] for c in columns))
     ]
-    inside = [
-        SyncKind.MEMCPY_PAGEABLE in k and "DtoH" in d for k, d in zip(callsites["kinds"], callsites["copy_directions"])
-    ]
+    inside = copies_to_pageable_host(callsites)
     advice = [
         (_inside_the_call(found) if copied else _the_kinds(found, short, hint))
         if found is not None and found.pattern == UNKNOWN

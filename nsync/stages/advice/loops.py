@@ -12,7 +12,7 @@ import pandas as pd
 
 from nsync.stages.advice.code import _Code, read_code
 from nsync.stages.advice.model import Advice
-from nsync.stages.detect import SyncKind
+from nsync.stages.callsites import copies_to_pageable_host
 
 SHORT = "do the whole loop at once"
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
@@ -54,7 +54,7 @@ def in_source(callsites: pd.DataFrame, loops: Iterable[tuple[int, ...]], search:
     where = dict(
         zip(callsites["site_id"].astype(int), zip(callsites["file"].astype(str), callsites["line"].astype(int)))
     )
-    pageable = dict(zip(callsites["site_id"].astype(int), [SyncKind.MEMCPY_PAGEABLE in k for k in callsites["kinds"]]))
+    pageable = dict(zip(callsites["site_id"].astype(int), copies_to_pageable_host(callsites)))
     kept = []
     for sites in loops:
         codes = [read_code(where[site][0], where[site][1], folders) for site in sites if site in where]
