@@ -70,6 +70,7 @@ class Analysis:
     phase_sites: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(PHASE_SITE_COLUMNS)))
     verdict: Verdict | None = None
     read_groups: list[ReadGroup] = field(default_factory=list)  # reads one copy would do (what_if prices them)
+    gpu_uuids: list[str] = field(default_factory=list)  # the physical GPUs the work ran on, where the export says
 
 
 @dataclass(frozen=True)
@@ -239,7 +240,7 @@ def analyze(
     starts, ends = _analysed_intervals(steps, window)
     idle_by_gpu = {key: union.idle_between(starts, ends) for key, union in busy.items()}  # each GPU, each interval
     step_stats = _step_stats(steps, in_window, idle_by_gpu, gpu_step_ns)
-    gpu_names = _gpu_names(trace, ops)
+    gpu_names, gpu_uuids = _gpu_names(trace, ops), _gpu_uuids(trace, ops)
     totals = _totals(in_window, idle_by_gpu, int((ends - starts).sum()), gpu_names)
     totals["syncs_outside_window"] = outside = int((~inside).sum())
     if outside and not steps.count:  # with steps, the phases count and list them
@@ -254,6 +255,7 @@ def analyze(
         nsys_version=trace.nsys_version,
         schema_version=trace.schema_version,
         gpus=list(gpu_names.values()),
+        gpu_uuids=gpu_uuids,
         config=config,
         steps=steps,
         step_stats=step_stats,
@@ -581,6 +583,13 @@ def _step_stats(
             "sync_count": count[: len(table)],
         }
     )
+
+
+def _gpu_uuids(trace: Trace, ops: pd.DataFrame) -> list[str]:
+    """The physical identity of each device the GPU ops ran on, where the export records it."""
+    used = set(dense_codes(ops["device_id"].to_numpy())[1].tolist())
+    known = trace.gpus.loc[trace.gpus["device_id"].isin(used), "uuid"]
+    return sorted({str(uuid) for uuid in known if uuid})
 
 
 def _gpu_names(trace: Trace, ops: pd.DataFrame) -> dict[int, str]:

@@ -85,7 +85,8 @@ class Trace:
     - ``nvtx_ranges``: start, end, global_tid, name.
     - ``py_samples``: Python sampling marks: start, global_tid, stack_id.
     - ``callchains``: native CUDA backtraces, innermost first: callchain_id, depth, function, module.
-    - ``threads``: global_tid, name. ``gpus``: device_id, name.
+    - ``threads``: global_tid, name. ``gpus``: device_id, name, uuid (the
+      physical device's, '' where the export has none).
     """
 
     path: Path

@@ -375,22 +375,26 @@ def read_gpus(db: ExportDb) -> pd.DataFrame:
     ``cuDevice``, the CUDA ordinal, as 2022.4 and 2023.4 write it), or the ``TARGET_INFO_CUDA_GPU`` of
     early-2021 exports."""
     if db.has("TARGET_INFO_GPU", "name"):
-        frame = _ints(db.select("TARGET_INFO_GPU", {"gpu_id": "id", "name": "name"}), ["gpu_id"])
+        columns = {"gpu_id": "id", "name": "name"} | ({"uuid": "uuid"} if db.has("TARGET_INFO_GPU", "uuid") else {})
+        frame = _ints(db.select("TARGET_INFO_GPU", columns), ["gpu_id"])
         if db.has("TARGET_INFO_CUDA_DEVICE", "cudaId") and db.has("TARGET_INFO_CUDA_DEVICE", "gpuId"):
             cuda = _ints(
                 db.select("TARGET_INFO_CUDA_DEVICE", {"device_id": "cudaId", "gpu_id": "gpuId"}), ["device_id"]
             )
-            mapped = cuda.merge(frame, on="gpu_id", how="inner")[["device_id", "name"]]
+            mapped = cuda.merge(frame, on="gpu_id", how="inner").drop(columns="gpu_id")
             frame = pd.concat([mapped, frame.rename(columns={"gpu_id": "device_id"})], ignore_index=True)
         elif db.has("TARGET_INFO_GPU", "cuDevice"):  # 2022.4 and 2023.4: the CUDA ordinal in the GPU's own row
-            cuda = _ints(db.select("TARGET_INFO_GPU", {"device_id": "cuDevice", "name": "name"}), ["device_id"])
+            cuda = _ints(db.select("TARGET_INFO_GPU", {**columns, "device_id": "cuDevice"}), ["device_id"])
+            cuda = cuda.drop(columns="gpu_id")
             frame = pd.concat([cuda.loc[cuda["device_id"] >= 0], frame.rename(columns={"gpu_id": "device_id"})])
         else:
             frame = frame.rename(columns={"gpu_id": "device_id"})
     else:
         key = "deviceId" if db.has("TARGET_INFO_CUDA_GPU", "deviceId") else "id"
         frame = _ints(db.select("TARGET_INFO_CUDA_GPU", {"device_id": key, "name": "name"}), ["device_id"])
-    return frame.drop_duplicates("device_id").reset_index(drop=True)
+    # the GPU's own identity (one physical device, so one machine), where the export has it
+    frame["uuid"] = frame["uuid"].fillna("").astype(str) if "uuid" in frame else ""
+    return frame.drop_duplicates("device_id").reset_index(drop=True)[["device_id", "name", "uuid"]]
 
 
 SPAN_PROBES = ("CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_KERNEL")

@@ -103,7 +103,8 @@ def diff_headline(report: DiffReport) -> str:
     unprofiled = step.unprofiled
     if unprofiled is not None:
         noise = unprofiled.noise_pct
-        basis = f", noise {fixed(noise, 1)} % in the calibration runs; the verdict's basis" if noise is not None else ""
+        where = "between two machines" if step.two_machines else "in the calibration runs"
+        basis = f", noise {fixed(noise, 1)} % {where}; the verdict's basis" if noise is not None else ""
         text += (
             f"; predicted without the profiler {fixed(unprofiled.baseline)} → "
             f"{fixed(unprofiled.candidate)} ms ({fixed(unprofiled.delta_pct, 1, sign=True)} %, "
@@ -111,9 +112,18 @@ def diff_headline(report: DiffReport) -> str:
         )
     if step.verdict_basis != "profiled" and step.profiled_verdict != report.verdict:
         text += f"; under the profiler alone: {step.profiled_verdict}"
+    if step.two_machines:
+        text += f"; {TWO_MACHINES}"
     if step.verdict_basis == "profiled" and report.verdict == "no-change":
         text += f"; {PROFILER_MAY_HIDE}"
     return text
+
+
+# fixtures/h200/README.md, "Two machines": same-code runs on two H200 machines differed by up to 33 % (41 % profiled)
+TWO_MACHINES = (
+    "the runs ran on two machines (two GPUs), whose steps differ more than one machine's runs do: the noise is "
+    "that between machines, and only a larger change counts; compare runs made on one machine"
+)
 
 
 # fixtures/h200/hidden: a .item() that costs +7.8 % unprofiled read +1.9 % (noise 2 %) under the profiler
