@@ -50,7 +50,9 @@ class UnprofiledStepTimes:
     candidate: float
     delta_pct: float | None
     calibrated: bool  # both runs calibrated: the verdict's basis then
-    noise_pct: float | None  # in the calibration runs, where they are the verdict's basis
+    noise_pct: float | None  # where the calibration runs are the verdict's basis: the largest of noise_from's
+    between_runs_pct: float | None = None  # of that noise: two runs' hosts on one machine (WhatIf.between_runs_pct)
+    noise_from: str = ""  # what sets the noise: calibration runs | runs on one machine | two machines | floor
 
 
 @dataclass(frozen=True)
@@ -192,12 +194,20 @@ def diff(baseline: Analysis, candidate: Analysis, noise_floor_pct: float = NOISE
         b, c = base_if.unprofiled_step_ns / 1e6, cand_if.unprofiled_step_ns / 1e6
         unprofiled_pct = 100 * (c - b) / b if b > 0 else None
         calibrated = base_if.calibrated and cand_if.calibrated
-        unprofiled_noise = None
+        unprofiled_noise = between_runs = None
+        noise_from = ""
         if calibrated and unprofiled_pct is not None and not reasons:
             runs = (w.calibrated_steps_ns for w in (base_if, cand_if) if w.calibrated_steps_ns is not None)
-            noise_unprofiled = max(noise_floor_pct, machines["unprofiled"], *(noise_pct(steps) for steps in runs))
-            verdict = _verdict(unprofiled_pct, noise_unprofiled)
-            unprofiled_noise = round(noise_unprofiled, 3)
+            between_runs = float(np.hypot(base_if.between_runs_pct, cand_if.between_runs_pct))
+            sources = {
+                "floor": noise_floor_pct,
+                "calibration runs": max(noise_pct(steps) for steps in runs),
+                "runs on one machine": between_runs,
+                "two machines": machines["unprofiled"],
+            }
+            noise_from = max(sources, key=sources.__getitem__)
+            verdict = _verdict(unprofiled_pct, sources[noise_from])
+            unprofiled_noise = round(sources[noise_from], 3)
             verdict_basis = "unprofiled (calibrated)"
         unprofiled = UnprofiledStepTimes(
             baseline=round(b, 6),
@@ -205,6 +215,8 @@ def diff(baseline: Analysis, candidate: Analysis, noise_floor_pct: float = NOISE
             delta_pct=None if unprofiled_pct is None else round(unprofiled_pct, 3),
             calibrated=calibrated,
             noise_pct=unprofiled_noise,
+            between_runs_pct=None if between_runs is None else round(between_runs, 3),
+            noise_from=noise_from,
         )
     step = replace(measured, verdict_basis=verdict_basis, unprofiled=unprofiled)
     return Diff(

@@ -36,6 +36,10 @@ class AnalysisConfig:
     - ``host_scale_range``: uncalibrated, the saving is also replayed at these host scales: the range fitted
       on calibrated lab and real programs (fixtures/h200/README.md, 0.38-0.86); calibrated too where the
       calibration run was slower than the profiler can explain (its host scale capped), or its GPU was.
+    - ``host_speed_spread``: another unprofiled run of the program on the same machine may have a host this
+      much faster or slower (five separate runs of host-bound programs spread 0.86-1.16 times their median:
+      fixtures/fresh/README.md); a calibrated what-if replays the program's step at both (``host_speed_steps_ns``),
+      and ``nsync diff`` counts a change beyond what they span (fixtures/h200/README.md, "One machine").
     - ``window_s``: analyse only what starts in [start, end) seconds from the capture's start (end
       None: to the end).
     - ``max_memory_bytes``: the memory a load may plan for (default: what is available); a trace that
@@ -52,5 +56,6 @@ class AnalysisConfig:
     saving_ratio: tuple[float, float] = (0.9, 1.4)
     calibration_spread: float = 1.25
     host_scale_range: tuple[float, float] = (0.4, 0.85)
+    host_speed_spread: float = 0.15
     window_s: tuple[float, float | None] | None = None
     max_memory_bytes: int | None = None

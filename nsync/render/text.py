@@ -103,8 +103,8 @@ def diff_headline(report: DiffReport) -> str:
     unprofiled = step.unprofiled
     if unprofiled is not None:
         noise = unprofiled.noise_pct
-        where = "between two machines" if step.two_machines else "in the calibration runs"
-        basis = f", noise {fixed(noise, 1)} % {where}; the verdict's basis" if noise is not None else ""
+        where = NOISE_FROM.get(unprofiled.noise_from, "")
+        basis = f", noise {fixed(noise, 1)} %{where}; the verdict's basis" if noise is not None else ""
         text += (
             f"; predicted without the profiler {fixed(unprofiled.baseline)} → "
             f"{fixed(unprofiled.candidate)} ms ({fixed(unprofiled.delta_pct, 1, sign=True)} %, "
@@ -117,6 +117,15 @@ def diff_headline(report: DiffReport) -> str:
     if step.verdict_basis == "profiled" and report.verdict == "no-change":
         text += f"; {PROFILER_MAY_HIDE}"
     return text
+
+
+# what sets a calibrated diff's noise (nsync.comparison.UnprofiledStepTimes.noise_from), in the headline
+NOISE_FROM = {
+    "calibration runs": " in the calibration runs",
+    "runs on one machine": " between two runs on one machine (a host 15 % faster or slower)",
+    "two machines": " between two machines",
+    "floor": " (the least counted)",
+}
 
 
 # fixtures/h200/README.md, "Two machines": same-code runs on two H200 machines differed by up to 33 % (41 % profiled)

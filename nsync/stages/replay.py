@@ -459,6 +459,9 @@ class WhatIf:
     own_saving_ns: float = 0.0  # every sync issued in the program's own code released together (``own_sites``)
     own_span_ns: tuple[float, float] = (0.0, 0.0)
     scales: tuple[float, ...] = ()  # the host scales replayed: host_scale first, then the others it may be
+    # calibrated: the step as it is with a host ``host_speed_spread`` faster and slower than the calibration run's
+    host_speed_steps_ns: tuple[float, float] | None = None
+    calibration_runs: int = 1  # the calibration's runs (their steps pooled)
     loops: tuple[LoopSaving, ...] = ()  # each loop of reads done for all its items at once
 
     @property
@@ -468,6 +471,15 @@ class WhatIf:
     @property
     def calibrated(self) -> bool:
         return self.calibrated_steps_ns is not None
+
+    @property
+    def between_runs_pct(self) -> float:
+        """How far the step may stray in another unprofiled run on the same machine, % (half the span of
+        ``host_speed_steps_ns``, over the square root of the calibration's runs); 0 uncalibrated."""
+        if self.host_speed_steps_ns is None or not self.unprofiled_step_ns > 0:
+            return 0.0
+        faster, slower = self.host_speed_steps_ns
+        return 100 * (slower - faster) / 2 / self.unprofiled_step_ns / self.calibration_runs**0.5
 
     @property
     def calibrated_step_ns(self) -> float | None:
@@ -615,13 +627,15 @@ def what_if(
     spread: float = 1.0,
     scale_range: tuple[float, ...] = (),
     own_sites: list[int] | None = None,
+    host_speed_spread: float = 0.0,
 ) -> WhatIf:
     """Replay each call site of ``callsites`` (its syncs released), each of ``groups`` (lists of site ids
     released together), and all at once; ReplaySkipped says why not. ``syncs``: every detected sync, with
     ``site_id``. ``calibrated_steps_ns``: the program's unprofiled steps, whose median the host scale is then
     fitted to (``host_scale`` otherwise). Every saving is also replayed at the other host scales the run may
     have had (other_scales: ``spread``, ``scale_range``), which give its span. ``own_sites``: the sites whose
-    syncs the program's own code issues, released together too (all sites if None)."""
+    syncs the program's own code issues, released together too (all sites if None). ``host_speed_spread``:
+    calibrated, the step as it is is also replayed with the host that much faster and slower."""
     groups = groups or []
     if steps.count < 2:
         raise ReplaySkipped("what-if replay needs steps")
@@ -634,11 +648,12 @@ def what_if(
     # each loop of reads is replayed twice more (its reads released, then it vectorised): at most one loop per
     # site read that often a step
     loops_at_most = int((callsites["syncs_per_step"].astype(float) >= LOOP_MIN_READS).sum()) if len(callsites) else 0
-    replays = (len(callsites) + len(groups) + 2 * loops_at_most + 3) * scale_count + 1 + fits
+    speeds = 2 if calibrated and host_speed_spread > 0 else 0
+    replays = (len(callsites) + len(groups) + 2 * loops_at_most + 3) * scale_count + 1 + fits + speeds
     first, stop = replay_span(steps, sync_start, replays)
     replayed = steps.analysed.iloc[first:stop]
     window = sync_start[(sync_start >= replayed["start"].iloc[0]) & (sync_start < replayed["end"].iloc[-1])]
-    sites_fit = (REPLAY_BUDGET // max(len(window), 1) - 1 - fits) // scale_count - 3 - len(groups)
+    sites_fit = (REPLAY_BUDGET // max(len(window), 1) - 1 - fits - speeds) // scale_count - 3 - len(groups)
     if sites_fit < 1:
         raise ReplaySkipped(
             f"what-if replay skipped: {len(window)} syncs in {stop - first} steps are too many to replay "
@@ -677,7 +692,7 @@ def what_if(
     host_scale = fit.scale
     scales = (host_scale, *other_scales(predict_as_is, fit, target_ns, spread, scale_range))
     # the budget again with the host scales the fit left (the span was chosen for the most it could leave)
-    sites_fit = (REPLAY_BUDGET // max(len(window), 1) - 1 - fits) // len(scales) - 3 - len(groups)
+    sites_fit = (REPLAY_BUDGET // max(len(window), 1) - 1 - fits - speeds) // len(scales) - 3 - len(groups)
     # the loops of the program's own code (one inside a library is no loop of the user's to do at once)
     loops = {
         sites: reads for sites, reads in loop_sites(model).items() if own_sites is None or set(sites) <= set(own_sites)
@@ -724,6 +739,11 @@ def what_if(
         own_saving_ns=float(saved[0, own_at]),
         own_span_ns=spans[own_at],
         scales=scales,
+        host_speed_steps_ns=(
+            (predict_as_is(host_scale / (1 + host_speed_spread)), predict_as_is(host_scale * (1 + host_speed_spread)))
+            if speeds
+            else None
+        ),
         loops=tuple(
             LoopSaving(sites, *loop_saving(saved[:, k], saved[:, k + 1]), reads)
             for k, (sites, reads) in zip(range(own_at + 1, saved.shape[1], 2), loops.items())
