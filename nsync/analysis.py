@@ -243,7 +243,7 @@ def analyze(
     starts, ends = _analysed_intervals(steps, window)
     idle_by_gpu = {key: union.idle_between(starts, ends) for key, union in busy.items()}  # each GPU, each interval
     step_stats = _step_stats(steps, in_window, idle_by_gpu, gpu_step_ns)
-    gpu_names, gpu_uuids = _gpu_names(trace, ops), _gpu_uuids(trace, ops)
+    gpu_names, gpu_uuids = _gpus_used(trace, ops)
     totals = _totals(in_window, idle_by_gpu, int((ends - starts).sum()), gpu_names)
     totals["syncs_outside_window"] = outside = int((~inside).sum())
     if outside and not steps.count:  # with steps, the phases count and list them
@@ -588,15 +588,9 @@ def _step_stats(
     )
 
 
-def _gpu_uuids(trace: Trace, ops: pd.DataFrame) -> list[str]:
-    """The physical identity of each device the GPU ops ran on, where the export records it."""
-    used = set(dense_codes(ops["device_id"].to_numpy())[1].tolist())
-    known = trace.gpus.loc[trace.gpus["device_id"].isin(used), "uuid"]
-    return sorted({str(uuid) for uuid in known if uuid})
-
-
-def _gpu_names(trace: Trace, ops: pd.DataFrame) -> dict[int, str]:
-    """The name of each device the GPU ops ran on."""
+def _gpus_used(trace: Trace, ops: pd.DataFrame) -> tuple[dict[int, str], list[str]]:
+    """The name of each device the GPU ops ran on, and their physical identities where the export records them."""
     used = dense_codes(ops["device_id"].to_numpy())[1].tolist()
     names = dict(zip(trace.gpus["device_id"], trace.gpus["name"]))
-    return {int(d): str(names.get(d, f"GPU {d}")) for d in used}
+    uuids = trace.gpus.loc[trace.gpus["device_id"].isin(used), "uuid"]
+    return {int(d): str(names.get(d, f"GPU {d}")) for d in used}, sorted({str(u) for u in uuids if u})

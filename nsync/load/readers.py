@@ -375,7 +375,7 @@ def read_gpus(db: ExportDb) -> pd.DataFrame:
     ``cuDevice``, the CUDA ordinal, as 2022.4 and 2023.4 write it), or the ``TARGET_INFO_CUDA_GPU`` of
     early-2021 exports."""
     if db.has("TARGET_INFO_GPU", "name"):
-        columns = {"gpu_id": "id", "name": "name"} | ({"uuid": "uuid"} if db.has("TARGET_INFO_GPU", "uuid") else {})
+        columns = {"gpu_id": "id", "name": "name", "uuid": "uuid"}  # (NULL where the export has no uuid)
         frame = _ints(db.select("TARGET_INFO_GPU", columns), ["gpu_id"])
         if db.has("TARGET_INFO_CUDA_DEVICE", "cudaId") and db.has("TARGET_INFO_CUDA_DEVICE", "gpuId"):
             cuda = _ints(
