@@ -21,6 +21,8 @@ import pytest
 
 from nsync.analysis import Analysis
 from nsync.comparison import BETWEEN_MACHINES_PCT, NOISE_FLOOR_PCT, diff, noise_pct, on_two_machines, step_times_ns
+from nsync.render.text import diff_headline
+from nsync.report.diff import build_diff_report
 from tests.test_fresh import logged_runs
 from tests.test_intervals import FIXTURES, calibrated, uncalibrated
 
@@ -200,3 +202,11 @@ def test_on_one_machine_separate_runs_of_the_same_code_read_as_a_change_less_oft
                 tally[1] += change > max(NOISE_FLOOR_PCT, steps, one_machine)
                 tally[2] += 1
     assert counts == {"tuned": [36, 18, 46], "held": [16, 7, 18]}
+
+
+def test_the_headline_says_what_set_the_noise_and_how_to_narrow_it():
+    run = calibrated(FIXTURES / "fresh5/hf_tok_tqdm.sqlite.xz")  # host-bound: another run's host moves it most
+    here = diff_headline(build_diff_report(diff(run, run)))
+    assert "between two runs on one machine (nsync profile --calibration-runs 3 narrows it)" in here
+    there = diff_headline(build_diff_report(diff(run, replace(run, gpu_uuids=["another-gpu"]))))
+    assert "between two machines" in there and "compare runs made on one machine" in there

@@ -122,7 +122,7 @@ def diff_headline(report: DiffReport) -> str:
 # what sets a calibrated diff's noise (nsync.comparison.UnprofiledStepTimes.noise_from), in the headline
 NOISE_FROM = {
     "calibration runs": " in the calibration runs",
-    "runs on one machine": " between two runs on one machine",
+    "runs on one machine": " between two runs on one machine (nsync profile --calibration-runs 3 narrows it)",
     "two machines": " between two machines",
     "floor": " (the least counted)",
 }
