@@ -219,15 +219,14 @@ def analyze(
             scale_range=config.host_scale_range,
             own_sites=_own_sites(callsites),
             host_speed_spread=config.host_speed_spread,
+            calibration_runs=1 if calibration is None else calibration.runs,
         )
     except ReplaySkipped as skipped:
         warnings.append(str(skipped))
     if predicted is not None:
         loops = predicted.loops  # only those the source does not deny
         predicted = replace(
-            predicted,
-            loops=tuple(compress(loops, in_source(callsites, [x.sites for x in loops], search))),
-            calibration_runs=1 if calibration is None else calibration.runs,
+            predicted, loops=tuple(compress(loops, in_source(callsites, [x.sites for x in loops], search)))
         )
         callsites = _with_savings(callsites, predicted, config)
         in_loops = {site: loop.reads_per_step for loop in predicted.loops for site in loop.sites}

@@ -27,6 +27,8 @@ NOISE_FLOOR_PCT = 2.0  # step-time changes below this never count, however quiet
 # programs from sessions 1-4, each on its own machine, differed by up to 32.8 % predicted unprofiled and 40.3 %
 # profiled; rounded up, these are the least change two machines' runs can show.
 BETWEEN_MACHINES_PCT = {"unprofiled": 33.0, "profiled": 41.0}
+# what may set a calibrated diff's noise (UnprofiledStepTimes.noise_from): the largest of them
+NOISE_SOURCES = ("floor", "calibration runs", "runs on one machine", "two machines")
 SITE_FLOOR_NS = 5_000  # per step: call-site changes below 5 µs are "unchanged"
 SITE_RELATIVE = 0.10  # ... and so are changes under 10 % of the larger side
 MIN_KERNEL_OVERLAP = 0.5  # share of kernel time in common kernels under which runs are different programs
@@ -52,7 +54,7 @@ class UnprofiledStepTimes:
     calibrated: bool  # both runs calibrated: the verdict's basis then
     noise_pct: float | None  # where the calibration runs are the verdict's basis: the largest of noise_from's
     between_runs_pct: float | None = None  # of that noise: two runs' hosts on one machine (WhatIf.between_runs_pct)
-    noise_from: str = ""  # what sets the noise: calibration runs | runs on one machine | two machines | floor
+    noise_from: str = ""  # what sets the noise: one of NOISE_SOURCES
 
 
 @dataclass(frozen=True)
@@ -171,7 +173,7 @@ def diff(baseline: Analysis, candidate: Analysis, noise_floor_pct: float = NOISE
         cand_times = candidate.step_stats["duration_ns"].to_numpy(dtype=float)
     verdict = "inconclusive"
     two_machines = on_two_machines(baseline, candidate)
-    machines = BETWEEN_MACHINES_PCT if two_machines else {"unprofiled": 0.0, "profiled": 0.0}
+    machines = BETWEEN_MACHINES_PCT if two_machines else dict.fromkeys(BETWEEN_MACHINES_PCT, 0.0)
     measured = StepTimes(None, None, None, None, None, basis, "profiled", verdict, None, two_machines)
     if len(base_times) and len(cand_times):
         b, c = float(np.median(base_times)) / 1e6, float(np.median(cand_times)) / 1e6
@@ -199,12 +201,8 @@ def diff(baseline: Analysis, candidate: Analysis, noise_floor_pct: float = NOISE
         if calibrated and unprofiled_pct is not None and not reasons:
             runs = (w.calibrated_steps_ns for w in (base_if, cand_if) if w.calibrated_steps_ns is not None)
             between_runs = float(np.hypot(base_if.between_runs_pct, cand_if.between_runs_pct))
-            sources = {
-                "floor": noise_floor_pct,
-                "calibration runs": max(noise_pct(steps) for steps in runs),
-                "runs on one machine": between_runs,
-                "two machines": machines["unprofiled"],
-            }
+            in_steps = max(noise_pct(steps) for steps in runs)
+            sources = dict(zip(NOISE_SOURCES, (noise_floor_pct, in_steps, between_runs, machines["unprofiled"])))
             noise_from = max(sources, key=sources.__getitem__)
             verdict = _verdict(unprofiled_pct, sources[noise_from])
             unprofiled_noise = round(sources[noise_from], 3)

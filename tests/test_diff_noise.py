@@ -20,8 +20,16 @@ import numpy as np
 import pytest
 
 from nsync.analysis import Analysis
-from nsync.comparison import BETWEEN_MACHINES_PCT, NOISE_FLOOR_PCT, diff, noise_pct, on_two_machines, step_times_ns
-from nsync.render.text import diff_headline
+from nsync.comparison import (
+    BETWEEN_MACHINES_PCT,
+    NOISE_FLOOR_PCT,
+    NOISE_SOURCES,
+    diff,
+    noise_pct,
+    on_two_machines,
+    step_times_ns,
+)
+from nsync.render.text import NOISE_FROM, diff_headline
 from nsync.report.diff import build_diff_report
 from tests.test_fresh import logged_runs
 from tests.test_intervals import FIXTURES, calibrated, uncalibrated
@@ -205,6 +213,7 @@ def test_on_one_machine_separate_runs_of_the_same_code_read_as_a_change_less_oft
 
 
 def test_the_headline_says_what_set_the_noise_and_how_to_narrow_it():
+    assert set(NOISE_FROM) == set(NOISE_SOURCES)  # every source the diff may name has its words
     run = calibrated(FIXTURES / "fresh5/hf_tok_tqdm.sqlite.xz")  # host-bound: another run's host moves it most
     here = diff_headline(build_diff_report(diff(run, run)))
     assert "between two runs on one machine (nsync profile --calibration-runs 3 narrows it)" in here

@@ -628,6 +628,7 @@ def what_if(
     scale_range: tuple[float, ...] = (),
     own_sites: list[int] | None = None,
     host_speed_spread: float = 0.0,
+    calibration_runs: int = 1,
 ) -> WhatIf:
     """Replay each call site of ``callsites`` (its syncs released), each of ``groups`` (lists of site ids
     released together), and all at once; ReplaySkipped says why not. ``syncs``: every detected sync, with
@@ -635,7 +636,8 @@ def what_if(
     fitted to (``host_scale`` otherwise). Every saving is also replayed at the other host scales the run may
     have had (other_scales: ``spread``, ``scale_range``), which give its span. ``own_sites``: the sites whose
     syncs the program's own code issues, released together too (all sites if None). ``host_speed_spread``:
-    calibrated, the step as it is is also replayed with the host that much faster and slower."""
+    calibrated, the step as it is is also replayed with the host that much faster and slower, the calibration
+    being of ``calibration_runs`` runs."""
     groups = groups or []
     if steps.count < 2:
         raise ReplaySkipped("what-if replay needs steps")
@@ -744,6 +746,7 @@ def what_if(
             if speeds
             else None
         ),
+        calibration_runs=calibration_runs,
         loops=tuple(
             LoopSaving(sites, *loop_saving(saved[:, k], saved[:, k + 1]), reads)
             for k, (sites, reads) in zip(range(own_at + 1, saved.shape[1], 2), loops.items())
