@@ -225,3 +225,28 @@ def test_the_calibration_run_is_ended_after_the_window_and_knows_where_it_began(
     assert run.calibration.window_from == {"marks": 3}
     ms = 1e6
     assert run.calibration.of_window().intervals_ns["marks"].tolist() == [2.0 * ms, 2.5 * ms] * 3  # steps 5..10
+
+
+def test_a_torch_cuda_still_importing_neither_prints_a_traceback_nor_stops_the_window_by_the_clock(tmp_path: Path):
+    """The window's clock thread looks for torch.cuda every 0.25 s; torch's import takes seconds, during which
+    torch.cuda is in sys.modules without its functions. The H200 showed the thread's AttributeError on the
+    program's stderr (and the thread dead: no window by the clock). Here the stand-in torch.cuda takes 1 s to
+    import; the window opens by the clock and ends the program."""
+    from nsync.nsys import inject
+
+    fake = fake_torch(tmp_path / "fake")
+    slow = fake / "torch" / "cuda" / "__init__.py"
+    slow.write_text("import time\ntime.sleep(1.0)\n" + slow.read_text())
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "PYTHONPATH": f"{inject.folder()}:{fake}",
+        **CaptureWindow(wait_s=0.5, seconds=0.5).env(tmp_path),
+    }
+    (tmp_path / "infer.py").write_text(INFER)
+    done = subprocess.run(
+        [sys.executable, "infer.py"], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120
+    )
+    assert "Traceback" not in done.stderr and "could not" not in done.stderr, done.stderr
+    state = json.loads(next(tmp_path.glob("window-*.json")).read_text())
+    assert (state["opened_by"], state["ended_program"]) == ("time", True)
+    assert not (tmp_path / "finished").exists()

@@ -178,8 +178,9 @@ class _Window:
         began = None
         while not (self.done or self.opened):
             time.sleep(0.25)
-            cuda = sys.modules.get("torch.cuda")
-            if began is None and cuda is not None and _safely("see CUDA", cuda.is_initialized):
+            # (torch.cuda may be in sys.modules half imported, without is_initialized yet)
+            is_initialized = getattr(sys.modules.get("torch.cuda"), "is_initialized", None)
+            if began is None and is_initialized is not None and _safely("see CUDA", is_initialized):
                 began = time.monotonic()
             if began is not None and time.monotonic() - began >= self.wait_s:
                 break
