@@ -7,6 +7,7 @@ Library first; each command is a function:
     >>> change = nsync.diff(nsync.analyze("a.sqlite"), nsync.analyze("b.sqlite"))  # nsync diff
     >>> ranks = nsync.analyze_ranks([Path("run/")])                 # nsync ranks
     >>> result = nsync.profile(["python3", "train.py"], nsync.CaptureOptions(out_dir=Path("out"), name="train"))
+    >>> m = nsync.measure(["python3", "train.py"], ["python3", "fixed.py"], runs=5)  # nsync measure
 
 ``nsync.build_report(analysis) -> Report`` holds every figure the renderers print (and what ``--json``
 writes; ``nsync.read_report`` reads it back); every renderer takes any report (an analysis's, a diff's, the
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from nsync.config import AnalysisConfig
     from nsync.errors import EXIT_CODES, NsyncError, NsysError, TraceError, UsageError
     from nsync.load import Trace, load_trace
+    from nsync.measuring import measure
     from nsync.nsys import CaptureOptions
     from nsync.nsys.window import CaptureWindow
     from nsync.profiling import ProfileResult, profile
@@ -37,6 +39,7 @@ if TYPE_CHECKING:
     from nsync.report import AnyReport, DiffReport, RanksReport
     from nsync.report.analysis import Report, build_report, read_report, report_to_dict
     from nsync.report.diff import build_diff_report, read_diff_report
+    from nsync.report.measurement import Measurement
     from nsync.report.ranks import read_ranks_report
 
 # Every name loads on first use: `import nsync` runs almost nothing, so that the command's own Ctrl-C
@@ -72,6 +75,8 @@ _LAZY = {
     "read_ranks_report": "nsync.report.ranks",
     "analyze_ranks": "nsync.ranks",
     "profile": "nsync.profiling",
+    "measure": "nsync.measuring",
+    "Measurement": "nsync.report.measurement",
     "ProfileResult": "nsync.profiling",
     "CaptureOptions": "nsync.nsys",
     "CaptureWindow": "nsync.nsys.window",
@@ -86,6 +91,7 @@ __all__ = [
     "CaptureWindow",
     "Diff",
     "DiffReport",
+    "Measurement",
     "NsyncError",
     "NsysError",
     "ProfileResult",
@@ -101,6 +107,7 @@ __all__ = [
     "build_report",
     "diff",
     "load_trace",
+    "measure",
     "profile",
     "read_diff_report",
     "read_ranks_report",

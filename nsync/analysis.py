@@ -102,8 +102,8 @@ class Verdict:
         likely = f"likely {self.low_ns / 1e6:.2f}-{self.high_ns / 1e6:.2f} ms"
         figure = f"{self.largest_saving_ns / 1e6:.2f} ms per step ({share}; {likely})"
         measure = (
-            f", near the {100 * self.threshold_share:g} % worth fixing: measure it (apply the fix, profile again, "
-            "nsync diff the two captures)"
+            f", near the {100 * self.threshold_share:g} % worth fixing: measure it (apply the fix, then nsync measure "
+            "the program against the fixed one)"
         )
         beside = f"; {self.beyond_reach}" if self.beyond_reach else ""
         if self.together:

@@ -9,8 +9,9 @@ import os
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -39,33 +40,42 @@ def run_calibration(
     """Run ``command`` without the profiler, timing its steps; with ``window``, ended after it as the capture
     will be. The program's output goes where it would; None (and a note) when it could not start. The
     timings are not written: :func:`write_calibration` does that for what the capture will hold."""
+    try:
+        run = timed_run(command, window)
+    except OSError as err:
+        say(f"note: calibration run could not start ({err.strerror}): predictions will be uncalibrated")
+        return None
+    if run.exit_code != 0 and not (run.window is not None and run.window.ended_program):
+        say(f"note: the calibration run exited with code {run.exit_code}")
+    if run.calibration is None:
+        say(
+            "note: the calibration run timed no steps (no optimizer step or NVTX range on a CUDA stream): "
+            "predictions will be uncalibrated"
+        )
+        return run
+    return replace(run, calibration=replace(run.calibration, path=target))
+
+
+def timed_run(command: Sequence[str], window: CaptureWindow | None = None, stdout: int | None = None) -> CalibrationRun:
+    """One run of ``command`` without the profiler, its steps timed by the sitecustomize (with ``window``:
+    ended after it); its calibration is None when it timed no steps. ``stdout``: where the program's output
+    goes (a file descriptor; default: where nsync's goes). Raises OSError when it cannot start."""
     with tempfile.TemporaryDirectory(prefix="nsync-calibrate-") as scratch:
         env = {**os.environ, "NSYNC_CALIBRATE_DIR": scratch}
         env["PYTHONPATH"] = inject.pythonpath(env.get("PYTHONPATH"))
         if window is not None:
             env.update(window.env(Path(scratch), ending=True))
         began = time.monotonic()
-        try:
-            code = subprocess.run(list(command), env=env, check=False).returncode
-        except OSError as err:
-            say(f"note: calibration run could not start ({err.strerror}): predictions will be uncalibrated")
-            return None
+        code = subprocess.run(list(command), env=env, stdout=stdout, check=False).returncode
         wall_s = time.monotonic() - began
         runs = [_read_run(path) for path in sorted(Path(scratch).glob("calibration-*.json"))]
         seen = outcome(Path(scratch)) if window is not None else None
-    ended_by_nsync = seen is not None and seen.ended_program
-    if code != 0 and not ended_by_nsync:
-        say(f"note: the calibration run exited with code {code}")
     timed = [run for run in runs if run[0]]
     if not timed:
-        say(
-            "note: the calibration run timed no steps (no optimizer step or NVTX range on a CUDA stream): "
-            "predictions will be uncalibrated"
-        )
         return CalibrationRun(None, seen, code, wall_s)
     # the process that timed most steps is the training one (not a data-loader worker)
     intervals, window_from = max(timed, key=lambda run: max(len(v) for v in run[0].values()))
-    calibration = Calibration(target, intervals, tuple(command), code, wall_s, window_from)
+    calibration = Calibration(None, intervals, tuple(command), code, wall_s, window_from)
     return CalibrationRun(calibration, seen, code, wall_s)
 
 
@@ -84,3 +94,17 @@ def _read_run(path: Path) -> tuple[dict[str, np.ndarray], dict[str, int]]:
         else {}
     )
     return intervals_of(data.get("intervals_ns"), path), window_from
+
+
+@contextmanager
+def pinned(cpus: frozenset[int] | None) -> Iterator[None]:
+    """This process (and what it starts meanwhile) on ``cpus`` only; as before afterwards."""
+    if not cpus:
+        yield
+        return
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, cpus)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)

@@ -694,6 +694,91 @@ def diff_command(
         raise typer.Exit(1)
 
 
+@app.command(
+    "measure",
+    cls=Command,
+    short_help="Time two versions of a program unprofiled; is the change beyond noise?",
+    epilog=examples(
+        "nsync measure train.py train_fixed.py",
+        "nsync measure --runs 8 'train.py --lr 3e-4' 'train.py --lr 3e-4 --fix'",
+        "nsync measure --cpus 2-5 --json m.json '-m pkg.train' '-m pkg.train2'",
+        "nsync measure main.py pr.py --fail-on-regression 5   # CI gate",
+    ),
+)
+@reported
+def measure_command(
+    baseline: Annotated[str, typer.Argument(show_default=False, metavar="A")],
+    candidate: Annotated[str, typer.Argument(show_default=False, metavar="B")],
+    runs: Annotated[
+        int, typer.Option(min=2, max=100, help="Runs of each command, alternated (A B B A A B...).", metavar="N")
+    ] = 5,
+    steps: Annotated[int | None, typer.Option(min=4, help="Optimizer steps to time (default 40).", metavar="K")] = None,
+    warmup_steps: Annotated[
+        int | None,
+        typer.Option(min=1, help="Optimizer steps each run makes before they are timed (default 10).", metavar="W"),
+    ] = None,
+    cpus: Annotated[
+        str | None,
+        typer.Option(
+            help="Run every run on these CPUs only (e.g. 2-5): a shared host's runs then differ less.", metavar="LIST"
+        ),
+    ] = None,
+    json_path: JsonOption = None,
+    fail_on_regression: Annotated[
+        float | None,
+        typer.Option(
+            help="Exit 3 when B is slower than A beyond the runs' noise and by more than PCT %; exit 1 when the "
+            "runs are too noisy to tell whether it is.",
+            metavar="PCT",
+            min=0,
+        ),
+    ] = None,
+    pass_inconclusive: PassInconclusiveOption = False,
+    python: Annotated[
+        str | None,
+        typer.Option(help="Python interpreter for a script or -m (default: python3 on PATH).", metavar="PATH"),
+    ] = None,
+) -> None:
+    """Run A and B (e.g. a program as it is and with nsync's fix) alternately without the profiler, timing
+    each run's steps, and say whether B is faster or slower than A beyond the runs' own noise.
+
+    A and B are each one command line, quoted: SCRIPT [ARGS]..., -m MODULE [ARGS]..., or any command (split as
+    a shell would split it; no shell runs it). Each run times optimizer steps 11-50 (or NVTX ranges) with CUDA
+    events and is then ended. A run's median step is one sample: the change is the ratio of the two commands'
+    geometric means, with its 95 % interval."""
+    import shlex
+
+    from nsync import gates
+    from nsync.measuring import measure
+    from nsync.profiling import build_command
+    from nsync.render.measurement import measurement_json, measurement_text
+
+    commands = []
+    for label, text in (("A", baseline), ("B", candidate)):
+        try:
+            words = shlex.split(text)
+        except ValueError as error:
+            raise UsageError(f"{label} {text!r}: {error}") from None
+        module = words[1] if words[:1] == ["-m"] and len(words) > 1 else None
+        commands.append(build_command(words[2:] if module else words, module, python))
+    json_file = Path(json_path) if json_path not in (None, "-") else None
+    if json_file is not None:
+        check_writable([("--json", json_file)])
+    window = _capture_window(False, steps, warmup_steps, False, None, None)
+
+    def say(message: str) -> None:
+        err.print(f"nsync: {printable(message)}", markup=False)
+
+    result = measure(commands[0], commands[1], runs, window, say=say, cpus=parse_cpus(cpus))
+    if json_file is not None:
+        json_file.write_text(measurement_json(result))
+        err.print(f"nsync: wrote {json_file}", markup=False)
+    sys.stdout.write(measurement_json(result) if json_path == "-" else measurement_text(result))
+    if fail_on_regression is not None:
+        threshold = fail_on_regression
+        _gate(lambda: gates.fail_on_slowdown(result, threshold), "--fail-on-regression", pass_inconclusive)
+
+
 class StdoutConsole(Console):
     """The summary's console: a reader that goes away ends the command quietly (rich would exit 1)."""
 

@@ -56,8 +56,8 @@ EXIT_CODES: dict[int, str] = {
     1: "unusable input: not SQLite, not an nsys export, truncated or unreadable; out of memory; or a CI gate that "
     "cannot judge",
     2: "usage error: bad option or argument, missing file, an option that needs a package not installed",
-    3: "a CI gate failed: nsync diff --fail-on-regression (the candidate regressed) or nsync analyze --fail-above "
-    "(a sync costs more than PCT % of a step)",
+    3: "a CI gate failed: nsync diff --fail-on-regression (the candidate regressed), nsync measure "
+    "--fail-on-regression (B measured slower) or nsync analyze --fail-above (a sync costs more than PCT % of a step)",
     4: "nsys could not be found or failed (also: a `.nsys-rep` it could not export)",
     130: "interrupted",
 }

@@ -3,6 +3,7 @@ code the command returns (GateFailed: 3; CannotJudge: 1, a gate never passes unk
 
     >>> nsync.gates.fail_above(nsync.build_report(analysis), pct=5)          # nsync analyze --fail-above 5
     >>> nsync.gates.fail_on_regression(nsync.diff(base, cand), pct=5)       # nsync diff --fail-on-regression 5
+    >>> nsync.gates.fail_on_slowdown(nsync.measure(a, b), pct=5)            # nsync measure --fail-on-regression 5
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from nsync.render.text import fixed
 if TYPE_CHECKING:
     from nsync.comparison import Diff
     from nsync.report.analysis import Report
+    from nsync.report.measurement import Measurement
 
 
 def fail_above(report: Report, pct: float) -> None:
@@ -40,4 +42,21 @@ def fail_on_regression(result: Diff, pct: float) -> None:
         raise GateFailed(
             f"step time regressed by {fixed(result.verdict_delta_pct, 1)} % (> {pct:g} %, "
             f"{result.step_ms.verdict_basis})"
+        )
+
+
+def fail_on_slowdown(measurement: Measurement, pct: float) -> None:
+    """Raise GateFailed when the candidate measured slower beyond the runs' noise and by more than ``pct`` %,
+    CannotJudge when the runs are too noisy to tell whether it is (the interval reaches past ``pct`` %)."""
+    change = measurement.change
+    if measurement.verdict == "slower" and change.pct > pct:
+        raise GateFailed(
+            f"B is slower by {fixed(change.pct, 1)} % (> {pct:g} %; 95 % interval {fixed(change.low_pct, 1)} to "
+            f"{fixed(change.high_pct, 1)} %)"
+        )
+    if measurement.verdict == "unclear" and change.high_pct > pct:
+        runs = f" (about {change.runs_to_tell} runs of each would tell)" if change.runs_to_tell else ""
+        raise CannotJudge(
+            "cannot judge these runs",
+            f"B may be slower by up to {fixed(change.high_pct, 1)} %, or not: the runs are too noisy{runs}",
         )

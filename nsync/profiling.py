@@ -6,14 +6,13 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from nsync.analysis import Analysis, analyze
 from nsync.calibration import Calibration, beside, pooled, write_calibration
-from nsync.calibration_run import CalibrationRun, run_calibration
+from nsync.calibration_run import CalibrationRun, pinned, run_calibration
 from nsync.config import AnalysisConfig
 from nsync.errors import NsysError, UsageError
 from nsync.nsys import (
@@ -75,20 +74,6 @@ def prepare_output(out_dir: Path) -> None:
         raise UsageError(f"cannot create output folder {out_dir}: {err.strerror}") from err
     if not os.access(out_dir, os.W_OK | os.X_OK):
         raise UsageError(f"output folder is not writable: {out_dir}")
-
-
-@contextmanager
-def pinned(cpus: frozenset[int] | None) -> Iterator[None]:
-    """This process (and what it starts meanwhile) on ``cpus`` only; as before afterwards."""
-    if not cpus:
-        yield
-        return
-    before = os.sched_getaffinity(0)
-    os.sched_setaffinity(0, cpus)
-    try:
-        yield
-    finally:
-        os.sched_setaffinity(0, before)
 
 
 def _capture(nsys: Nsys, command: Sequence[str], options: CaptureOptions, tell: Say) -> CaptureResult:

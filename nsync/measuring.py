@@ -1,0 +1,119 @@
+"""``nsync measure``: is a fix worth it? Two commands (the program as it is, and fixed) run alternately without
+the profiler, each run's steps timed as the calibration run times them (CUDA events at each optimizer step or
+NVTX range, over a window of steps), and the change from the first to the second told from the runs' noise
+(nsync.report.measurement). The answer ``nsync analyze`` points to when a predicted saving straddles the
+worth-fixing threshold: a profiled capture cannot tell a 5 % change on a host whose runs differ by more."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from nsync.calibration import Calibration
+from nsync.calibration_run import pinned, timed_run
+from nsync.errors import CannotJudge, UsageError
+from nsync.nsys.window import CaptureWindow
+from nsync.report.measurement import SCHEMA, THRESHOLD_PCT, Measurement, change_between, measured_command
+
+Say = Callable[[str], None]
+LABELS = ("A", "B")
+STDERR = 2  # the programs' output goes to stderr: stdout carries the result (--json -) alone
+
+
+def run_order(runs: int) -> list[str]:
+    """A B, B A, A B...: each command runs first as often as second, so that a host that warms up or slows
+    down over the runs moves both alike."""
+    order: list[str] = []
+    for k in range(runs):
+        order += list(LABELS) if k % 2 == 0 else list(reversed(LABELS))
+    return order
+
+
+def measure(
+    baseline: Sequence[str],
+    candidate: Sequence[str],
+    runs: int = 5,
+    window: CaptureWindow | None = None,
+    say: Say | None = None,
+    cpus: frozenset[int] | None = None,
+    threshold_pct: float = THRESHOLD_PCT,
+) -> Measurement:
+    """Run ``baseline`` and ``candidate`` ``runs`` times each, alternately, without the profiler, and compare
+    their steps. ``window``: the steps each run times (default: 40 after 10 of warm-up; the program is then
+    ended); ``cpus``: the CPUs every run is pinned to. Raises UsageError when a command cannot start,
+    CannotJudge when a command timed its steps in fewer than two runs.
+
+        >>> m = nsync.measure(["python3", "train.py"], ["python3", "train_fixed.py"], runs=5, say=print)
+        >>> m.verdict, m.change.pct, (m.change.low_pct, m.change.high_pct)
+    """
+    if runs < 2:
+        raise UsageError("nsync measure needs at least 2 runs of each command to know their noise")
+    tell = say or (lambda _m: None)
+    window = window or CaptureWindow()
+    commands = dict(zip(LABELS, (list(baseline), list(candidate))))
+    timed: dict[str, list[Calibration]] = {label: [] for label in LABELS}
+    notes: list[str] = []
+    order = run_order(runs)
+    with pinned(cpus):
+        for k, label in enumerate(order, 1):
+            try:
+                run = timed_run(commands[label], window, stdout=STDERR)  # nsync's stdout is the result's
+            except OSError as err:
+                raise UsageError(f"{label} could not start: {commands[label][0]}: {err.strerror}") from None
+            ended = run.window is not None and run.window.ended_program
+            if run.exit_code != 0 and not ended:
+                notes.append(f"run {k} ({label}) exited with code {run.exit_code}")
+            if run.calibration is None:
+                tell(f"run {k} of {len(order)}: {label} timed no steps")
+                continue
+            timings = run.calibration.of_window()
+            timed[label].append(timings)
+            tell(f"run {k} of {len(order)}: {label} {_median_text(timings)} in {run.wall_s:.0f} s")
+    for note in notes:
+        tell(f"note: {note}")
+    source = _step_source(timed, runs)
+    steps = {label: [run.intervals_ns[source] / 1e6 for run in timed[label]] for label in LABELS}
+    measured = [measured_command(label, commands[label], steps[label]) for label in LABELS]
+    change, verdict = change_between(measured[0].run_median_step_ms, measured[1].run_median_step_ms, threshold_pct)
+    return Measurement(
+        schema=SCHEMA,
+        verdict=verdict,
+        step_source=source,
+        order=order,
+        baseline=measured[0],
+        candidate=measured[1],
+        change=change,
+        threshold_pct=threshold_pct,
+        notes=notes or None,
+    )
+
+
+def _median_text(timings: Calibration) -> str:
+    source = _preferred(list(timings.intervals_ns))
+    steps = timings.intervals_ns[source]
+    return f"{float(np.median(steps)) / 1e6:.3f} ms per step ({len(steps)} steps, {source})"
+
+
+def _preferred(sources: list[str]) -> str:
+    """Optimizer steps where there are some, else the NVTX range timed most often... by name, for a stable
+    choice."""
+    return "marks" if "marks" in sources else sorted(sources)[0]
+
+
+def _step_source(timed: dict[str, list[Calibration]], runs: int) -> str:
+    """The steps both commands timed in every run of theirs: optimizer steps first, else an NVTX range."""
+    for label in LABELS:
+        if len(timed[label]) < 2:
+            raise CannotJudge(
+                "nsync measure cannot compare the commands",
+                f"{label} timed its steps in {len(timed[label])} of its {runs} runs; it needs two or more (steps "
+                "are optimizer steps, or NVTX ranges on a CUDA stream)",
+            )
+    common = set.intersection(*(set(run.intervals_ns) for label in LABELS for run in timed[label]))
+    if not common:
+        raise CannotJudge(
+            "nsync measure cannot compare the commands",
+            "they time different steps (one has optimizer steps, the other NVTX ranges only)",
+        )
+    return _preferred(sorted(common))

@@ -1,0 +1,66 @@
+"""``nsync measure``'s result as text (terminal, CI log): the two commands' steps and the change with its
+interval; the JSON is the report's fields as they are (:func:`measurement_json`)."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+from nsync.render.text import fixed, printable
+from nsync.report.measurement import Measurement
+
+STEP_SOURCES = {"marks": "optimizer steps"}
+
+
+def measurement_text(m: Measurement, width: int = 80) -> str:
+    """The result in lines of at most ``width`` columns (a CI log's, a terminal's)."""
+    source = STEP_SOURCES.get(m.step_source, f"NVTX range {m.step_source.removeprefix('nvtx:')}")
+    runs = len(m.baseline.run_median_step_ms), len(m.candidate.run_median_step_ms)
+    each = f"{runs[0]} runs each" if runs[0] == runs[1] else f"{runs[0]} and {runs[1]} runs"
+    paragraphs = [f"{each}, alternated, without the profiler; a run's step is its median over its {source}", ""]
+    for c in (m.baseline, m.candidate):
+        low, high = min(c.run_median_step_ms), max(c.run_median_step_ms)
+        paragraphs += [
+            f"{c.label}  {printable(describe(c.command))}",
+            f"   {fixed(c.median_step_ms)} ms per step (runs {fixed(low)}-{fixed(high)}, spread "
+            f"{fixed(c.run_spread_pct, 1)} %)",
+        ]
+    paragraphs += ["", _verdict_line(m)]
+    paragraphs += [f"note: {printable(note)}" for note in m.notes or ()]
+    lines = [
+        wrapped
+        for paragraph in paragraphs
+        for wrapped in textwrap.wrap(paragraph, width, subsequent_indent="   ", break_on_hyphens=False) or [""]
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _verdict_line(m: Measurement) -> str:
+    c = m.change
+    figure = (
+        f"{fixed(c.ms_per_step, sign=True)} ms per step ({fixed(c.pct, 1, sign=True)} %; "
+        f"{100 * m.confidence:g} % interval {fixed(c.low_pct, 1, sign=True)} to {fixed(c.high_pct, 1, sign=True)} %)"
+    )
+    if m.verdict == "faster":
+        return f"B is faster than A: {figure}"
+    if m.verdict == "slower":
+        return f"B is slower than A: {figure}"
+    if m.verdict == "same":
+        return f"B runs as fast as A, within {m.threshold_pct:g} % either way: {figure}"
+    more = (
+        f"; about {c.runs_to_tell} runs of each would tell (--runs {c.runs_to_tell})"
+        if c.runs_to_tell
+        else "; runs this noisy would take over 100 of each to tell: pin them to CPUs (--cpus)"
+    )
+    return f"B against A: {figure}: not told from the runs' noise{more}"
+
+
+def describe(command: list[str]) -> str:
+    """A command as the user typed it: the interpreter nsync put before a script left out."""
+    first = Path(command[0]).name if command else ""
+    return " ".join(command[1:] if first.startswith("python") and len(command) > 1 else command)
+
+
+def measurement_json(m: Measurement) -> str:
+    return json.dumps(m.to_dict(), indent=2, allow_nan=False) + "\n"
