@@ -6,6 +6,7 @@ worth-fixing threshold: a profiled capture cannot tell a 5 % change on a host wh
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -55,6 +56,7 @@ def measure(
     timed: dict[str, list[Calibration]] = {label: [] for label in LABELS}
     notes: list[str] = []
     order = run_order(runs)
+    began = time.monotonic()
     with pinned(cpus):
         for k, label in enumerate(order, 1):
             try:
@@ -64,12 +66,15 @@ def measure(
             ended = run.window is not None and run.window.ended_program
             if run.exit_code != 0 and not ended:
                 notes.append(f"run {k} ({label}) exited with code {run.exit_code}")
+            left = _time_left(time.monotonic() - began, k, len(order))
             if run.calibration is None:
-                tell(f"run {k} of {len(order)}: {label} timed no steps")
+                if not timed[label] and order.index(label) == k - 1:  # its first run: the others would fare alike
+                    raise CannotJudge("nsync measure cannot compare the commands", _timed_nothing(label, run.exit_code))
+                tell(f"run {k} of {len(order)}: {label} timed no steps{left}")
                 continue
             timings = run.calibration.of_window()
             timed[label].append(timings)
-            tell(f"run {k} of {len(order)}: {label} {_median_text(timings)} in {run.wall_s:.0f} s")
+            tell(f"run {k} of {len(order)}: {label} {_median_text(timings)} in {run.wall_s:.0f} s{left}")
     for note in notes:
         tell(f"note: {note}")
     source = _step_source(timed, runs)
@@ -89,10 +94,25 @@ def measure(
     )
 
 
+def _time_left(elapsed_s: float, done: int, runs: int) -> str:
+    left_s = elapsed_s / done * (runs - done)
+    if done == runs:
+        return ""
+    return f"; about {left_s / 60:.0f} min left" if left_s >= 90 else f"; about {left_s:.0f} s left"
+
+
+def _timed_nothing(label: str, exit_code: int) -> str:
+    ended = f" (it exited with code {exit_code})" if exit_code else ""
+    return (
+        f"{label}'s first run timed no steps{ended}: nsync measure times optimizer steps, or NVTX ranges on a "
+        "CUDA stream"
+    )
+
+
 def _median_text(timings: Calibration) -> str:
     source = _preferred(list(timings.intervals_ns))
     steps = timings.intervals_ns[source]
-    return f"{float(np.median(steps)) / 1e6:.3f} ms per step ({len(steps)} steps, {source})"
+    return f"{float(np.median(steps)) / 1e6:.3f} ms per step ({len(steps)} steps)"
 
 
 def _preferred(sources: list[str]) -> str:
@@ -107,8 +127,7 @@ def _step_source(timed: dict[str, list[Calibration]], runs: int) -> str:
         if len(timed[label]) < 2:
             raise CannotJudge(
                 "nsync measure cannot compare the commands",
-                f"{label} timed its steps in {len(timed[label])} of its {runs} runs; it needs two or more (steps "
-                "are optimizer steps, or NVTX ranges on a CUDA stream)",
+                f"{label} timed its steps in {len(timed[label])} of its {runs} runs; it needs two or more",
             )
     common = set.intersection(*(set(run.intervals_ns) for label in LABELS for run in timed[label]))
     if not common:

@@ -198,7 +198,11 @@ def test_measure_refuses_what_it_cannot_run_or_compare_in_one_line(tmp_path: Pat
     assert_one_line_error(_measure(tmp_path, "train.py 'unclosed", "train.py"), 2, 'A "train.py \'unclosed"')
     (tmp_path / "idle.py").write_text("import torch\n")  # no optimizer step, no NVTX range: times nothing
     done = _measure(tmp_path, "--runs", "2", "idle.py", f"train.py 8 b {STEADY}")
-    assert_one_line_error(done, 1, "nsync measure cannot compare the commands: A timed its steps in 0 of its 2 runs")
+    assert_one_line_error(done, 1, "nsync measure cannot compare the commands: A's first run timed no steps: ")
+    assert "nsync: run" not in done.stderr  # stopped there, not after every run
+    (tmp_path / "crash.py").write_text("import torch\nraise SystemExit(7)\n")
+    done = _measure(tmp_path, "--runs", "2", f"train.py 8 g {STEADY}", "crash.py")
+    assert_one_line_error(done, 1, "B's first run timed no steps (it exited with code 7): ")
 
 
 def test_what_the_h200_measured_same_code_never_reads_as_a_change():
@@ -261,3 +265,43 @@ def test_what_the_h200_measured_holds_the_fixes_measured_in_one_process():
         if len(json.loads(p.read_text())[side]["run_median_step_ms"]) == 6
     ]
     assert len(spreads) == 14 and (round(min(spreads)), round(max(spreads))) == (6, 22)
+
+
+def test_a_hostile_command_is_inert_in_the_text_and_the_markdown():
+    """A command line is the user's, but may carry a file's name from anywhere: no terminal escape, no HTML,
+    no table broken by a pipe or a backtick."""
+    from nsync.render.measurement import measurement_markdown, measurement_text
+    from nsync.report.measurement import SCHEMA, Measurement, measured_command
+
+    hostile = ["python3", "x.py", "`a|b`<script>alert(1)</script>\x1b[2J\n| c |"]
+    a = measured_command("A", hostile, [np.array([10.0, 10.2]), np.array([9.9, 10.1])])
+    b = measured_command("B", ["python3", "y.py"], [np.array([8.0, 8.1]), np.array([8.2, 8.0])])
+    change, verdict = change_between(a.run_median_step_ms, b.run_median_step_ms)
+    m = Measurement(SCHEMA, verdict, "marks", ["A", "B", "B", "A"], a, b, change, notes=["run 1 (A) <b>x</b>"])
+    text = measurement_text(m)
+    assert "\x1b" not in text and "\\x1b[2J" in text
+    markdown = measurement_markdown(m)
+    assert "\x1b" not in markdown and "<b>" not in markdown
+    rows = [line for line in markdown.splitlines() if line.startswith("| ")]
+    command_cell = rows[2].split(" | ")[1]  # HTML inside a code span is shown as text
+    assert command_cell.startswith("`x.py ") and command_cell.endswith("`") and command_cell.count("`") == 2
+    assert len(rows) == 4  # header, rule, A, B: the newline inside the command ends no row
+    assert all(len(re.findall(r"(?<!\\)\|", row)) == 6 for row in rows)
+    assert markdown.splitlines()[2].startswith("B is faster than A: ")
+
+
+def test_five_runs_a_side_tell_timm_perclass_s_fix_and_two_do_not():
+    """The default of five runs: every choice of four or five of the H200's six runs a side reads faster; the
+    last check's two runs a side read unclear (fixtures/h200/measure/README.md)."""
+    measured = json.loads((MEASURED / "measure-timm_perclass-degraded-healthy.json").read_text())
+    a, b = measured["baseline"]["run_median_step_ms"], measured["candidate"]["run_median_step_ms"]
+    for runs in (4, 5):
+        verdicts = {
+            change_between([a[i] for i in pick_a], [b[i] for i in pick_b])[1]
+            for pick_a in itertools.combinations(range(6), runs)
+            for pick_b in itertools.combinations(range(6), runs)
+        }
+        assert verdicts == {"faster"}
+    check = json.loads((MEASURED / "final-check.json").read_text())
+    assert check["verdict"] == "unclear" and check["change"]["runs_to_tell"] == 3
+    assert len(check["baseline"]["run_median_step_ms"]) == 2

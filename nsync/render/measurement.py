@@ -7,24 +7,20 @@ import json
 import textwrap
 from pathlib import Path
 
+from nsync.render.markdown import cell, code_span
 from nsync.render.text import fixed, printable
-from nsync.report.measurement import Measurement
+from nsync.report.measurement import MeasuredCommand, Measurement
 
 STEP_SOURCES = {"marks": "optimizer steps"}
 
 
 def measurement_text(m: Measurement, width: int = 80) -> str:
     """The result in lines of at most ``width`` columns (a CI log's, a terminal's)."""
-    source = STEP_SOURCES.get(m.step_source, f"NVTX range {m.step_source.removeprefix('nvtx:')}")
-    runs = len(m.baseline.run_median_step_ms), len(m.candidate.run_median_step_ms)
-    each = f"{runs[0]} runs each" if runs[0] == runs[1] else f"{runs[0]} and {runs[1]} runs"
-    paragraphs = [f"{each}, alternated, without the profiler; a run's step is its median over its {source}", ""]
+    paragraphs = [_how(m), ""]
     for c in (m.baseline, m.candidate):
-        low, high = min(c.run_median_step_ms), max(c.run_median_step_ms)
         paragraphs += [
             f"{c.label}  {printable(describe(c.command))}",
-            f"   {fixed(c.median_step_ms)} ms per step (runs {fixed(low)}-{fixed(high)}, spread "
-            f"{fixed(c.run_spread_pct, 1)} %)",
+            f"   {fixed(c.median_step_ms)} ms per step (runs {_runs(c)}, spread {fixed(c.run_spread_pct, 1)} %)",
         ]
     paragraphs += ["", _verdict_line(m)]
     paragraphs += [f"note: {printable(note)}" for note in m.notes or ()]
@@ -34,6 +30,31 @@ def measurement_text(m: Measurement, width: int = 80) -> str:
         for wrapped in textwrap.wrap(paragraph, width, subsequent_indent="   ", break_on_hyphens=False) or [""]
     ]
     return "\n".join(lines) + "\n"
+
+
+def measurement_markdown(m: Measurement) -> str:
+    """For a PR comment: the verdict, the two commands' steps in a table (commands made inert), how."""
+    lines = ["### nsync measure", "", cell(printable(_verdict_line(m))), ""]
+    lines += ["| | command | ms per step | runs (ms) | spread |", "| --- | --- | ---: | --- | ---: |"]
+    lines += [
+        f"| {c.label} | {code_span(printable(describe(c.command)))} | {fixed(c.median_step_ms)} | {_runs(c)} | "
+        f"{fixed(c.run_spread_pct, 1)} % |"
+        for c in (m.baseline, m.candidate)
+    ]
+    lines += ["", cell(_how(m))]
+    lines += [f"note: {cell(printable(note))}" for note in m.notes or ()]
+    return "\n".join(lines) + "\n"
+
+
+def _how(m: Measurement) -> str:
+    source = STEP_SOURCES.get(m.step_source, f"NVTX range {m.step_source.removeprefix('nvtx:')}")
+    runs = len(m.baseline.run_median_step_ms), len(m.candidate.run_median_step_ms)
+    each = f"{runs[0]} runs each" if runs[0] == runs[1] else f"{runs[0]} and {runs[1]} runs"
+    return f"{each}, alternated, without the profiler; a run's step is its median over its {source}"
+
+
+def _runs(c: MeasuredCommand) -> str:
+    return f"{fixed(min(c.run_median_step_ms))}-{fixed(max(c.run_median_step_ms))}"
 
 
 def _verdict_line(m: Measurement) -> str:
