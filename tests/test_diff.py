@@ -150,7 +150,8 @@ def test_markdown_of_a_no_change_diff(h200_analysis):
     found = re.search(
         r"\*\*verdict: no-change; step (\d\.\d{3}) → (\d\.\d{3}) ms \(\+0\.0 %, noise 2\.0 %, gpu step time under the "
         r"profiler\); predicted without the profiler (\d\.\d{3}) → (\d\.\d{3}) ms \(\+0\.0 %, uncalibrated\); the "
-        r"profiler can hide a change of this size .*: calibrate both runs \(nsync profile\) to tell\*\*",
+        r"profiler can hide a change of this size .*: calibrate both runs \(nsync profile\), or time both programs "
+        r"without it \(nsync measure\), to tell\*\*",
         text,
     )
     assert found and found.group(1) == found.group(2) and float(found.group(1)) == pytest.approx(2.83, rel=0.02)

@@ -216,6 +216,6 @@ def test_the_headline_says_what_set_the_noise_and_how_to_narrow_it():
     assert set(NOISE_FROM) == set(NOISE_SOURCES)  # every source the diff may name has its words
     run = calibrated(FIXTURES / "fresh5/hf_tok_tqdm.sqlite.xz")  # host-bound: another run's host moves it most
     here = diff_headline(build_diff_report(diff(run, run)))
-    assert "between two runs on one machine (nsync profile --calibration-runs 3 narrows it)" in here
+    assert "between two runs on one machine (nsync profile --calibration-runs 3 narrows it; nsync measure" in here
     there = diff_headline(build_diff_report(diff(run, replace(run, gpu_uuids=["another-gpu"]))))
     assert "between two machines" in there and "compare runs made on one machine" in there

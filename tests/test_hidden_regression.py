@@ -86,5 +86,6 @@ def test_an_uncalibrated_diff_that_sees_no_change_says_the_profiler_can_hide_one
     assert result.verdict == "no-change" and result.step_ms.verdict_basis == "profiled"
     assert headline(result).endswith(
         "the profiler can hide a change of this size (a regression of +7.8 % without "
-        "it read +1.9 % under it): calibrate both runs (nsync profile) to tell"
+        "it read +1.9 % under it): calibrate both runs (nsync profile), or time both programs without it (nsync "
+        "measure), to tell"
     )

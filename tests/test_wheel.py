@@ -193,3 +193,21 @@ def test_installed_ranks_run_on_dask(installed: Path, elsewhere: Path) -> None:
     done = nsync(installed, elsewhere, "ranks", ".", "--workers", "2", "--json", "ranks.json")
     assert done.returncode == 0, done.stderr
     assert json.loads((elsewhere / "ranks.json").read_text())["stragglers"][0]["where"] == "train.py:42"
+
+
+@pytest.mark.slow
+def test_installed_measure_times_two_programs_and_gates(installed: Path, elsewhere: Path) -> None:
+    """nsync measure from the wheel: its sitecustomize times the stand-in torch's steps (the package beside the
+    scripts), B's steps 25 % longer by construction: slower, and the gate exits 3."""
+    from tests.test_calibration import fake_torch
+    from tests.test_measure import PROGRAM, STEADY
+
+    fake_torch(elsewhere)
+    (elsewhere / "train.py").write_text(PROGRAM)
+    args = ("measure", "--python", installed / "python", "--runs", "2", "--warmup-steps", "2", "--steps", "10")
+    done = nsync(installed, elsewhere, *args, "--json", "m.json", "--fail-on-regression", "5",
+                 f"train.py 8 a {STEADY}", f"train.py 10 b {STEADY}")  # fmt: skip
+    assert done.returncode == 3, done.stderr
+    result = json.loads((elsewhere / "m.json").read_text())
+    assert result["verdict"] == "slower" and result["change"]["pct"] == pytest.approx(25.0, abs=0.01)
+    assert "B is slower than A: " in done.stdout

@@ -122,7 +122,10 @@ def diff_headline(report: DiffReport) -> str:
 # what sets a calibrated diff's noise (nsync.comparison.UnprofiledStepTimes.noise_from), in the headline
 NOISE_FROM = {
     "calibration runs": " in the calibration runs",
-    "runs on one machine": " between two runs on one machine (nsync profile --calibration-runs 3 narrows it)",
+    "runs on one machine": (
+        " between two runs on one machine (nsync profile --calibration-runs 3 narrows it; nsync measure times the "
+        "two programs' runs alternately)"
+    ),
     "two machines": " between two machines",
     "floor": " (the least counted)",
 }
@@ -138,5 +141,5 @@ TWO_MACHINES = (
 # fixtures/h200/hidden: a .item() that costs +7.8 % unprofiled read +1.9 % (noise 2 %) under the profiler
 PROFILER_MAY_HIDE = (
     "the profiler can hide a change of this size (a regression of +7.8 % without it read +1.9 % under it): "
-    "calibrate both runs (nsync profile) to tell"
+    "calibrate both runs (nsync profile), or time both programs without it (nsync measure), to tell"
 )
