@@ -703,6 +703,7 @@ def diff_command(
         "nsync measure --runs 8 'train.py --lr 3e-4' 'train.py --lr 3e-4 --fix'",
         "nsync measure --cpus 2-5 --json m.json '-m pkg.train' '-m pkg.train2'",
         "nsync measure a.py b.py --markdown comment.md   # for a PR comment",
+        "nsync measure --wait-for-steps 5 --duration 10 serve.py serve2.py",
         "nsync measure main.py pr.py --fail-on-regression 5   # CI gate",
     ),
 )
@@ -717,6 +718,19 @@ def measure_command(
     warmup_steps: Annotated[
         int | None,
         typer.Option(min=1, help="Optimizer steps each run makes before they are timed (default 10).", metavar="W"),
+    ] = None,
+    wait_for_steps: Annotated[
+        float | None,
+        typer.Option(
+            min=1,
+            help="Seconds of CUDA use to wait for a first optimizer step; a program with none then has its NVTX "
+            "ranges timed for --duration seconds (default 60).",
+            metavar="SECONDS",
+        ),
+    ] = None,
+    duration: Annotated[
+        float | None,
+        typer.Option(min=1, help="Seconds a program without optimizer steps is timed (default 20).", metavar="SECONDS"),
     ] = None,
     cpus: Annotated[
         str | None,
@@ -767,7 +781,7 @@ def measure_command(
     json_file = Path(json_path) if json_path not in (None, "-") else None
     files = [(flag, path) for flag, path in (("--json", json_file), ("--markdown", markdown_path)) if path]
     check_writable(files)  # before the runs, not after minutes of them
-    window = _capture_window(False, steps, warmup_steps, False, None, None)
+    window = _capture_window(False, steps, warmup_steps, False, wait_for_steps, duration)
 
     def say(message: str) -> None:
         err.print(f"nsync: {printable(message)}", markup=False)

@@ -305,3 +305,47 @@ def test_five_runs_a_side_tell_timm_perclass_s_fix_and_two_do_not():
     check = json.loads((MEASURED / "final-check.json").read_text())
     assert check["verdict"] == "unclear" and check["change"]["runs_to_tell"] == 3
     assert len(check["baseline"]["run_median_step_ms"]) == 2
+
+
+# No optimizer: NVTX ranges of argv[1] ms on the GPU clock, 2 ms apart on the host, until nsync ends it.
+SERVE = """import sys, time
+import torch, torch.cuda as cuda
+from torch.cuda import nvtx
+cuda.initialized = True
+for i in range(1_000_000):
+    nvtx.range_push(f"batch {i}"); time.sleep(0.002); cuda.clock_ms += float(sys.argv[1]); nvtx.range_pop()
+"""
+
+
+@pytest.mark.slow
+def test_measure_times_the_nvtx_ranges_of_a_program_without_optimizer_steps(tmp_path: Path):
+    """A server loop: each run waits 1 s of CUDA use, times its ranges for 1 s by the clock, and is ended."""
+    (tmp_path / "serve.py").write_text(SERVE)
+    done = _measure(
+        tmp_path, "--runs", "2", "--wait-for-steps", "1", "--duration", "1", "--json", "-", "serve.py 10", "serve.py 8"
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["step_source"] == "nvtx:batch N" and result["verdict"] == "faster"
+    assert result["baseline"]["run_median_step_ms"] == [10.0, 10.0]
+    assert result["change"]["pct"] == -20.0
+    assert all(50 < n < 600 for n in result["baseline"]["steps_per_run"])  # about 1 s of 2 ms batches
+    text = _measure(tmp_path, "--runs", "2", "--wait-for-steps", "1", "--duration", "1", "serve.py 9", "serve.py 9")
+    assert "a run's step is its median over its NVTX ranges 'batch N'" in " ".join(text.stdout.split())
+
+
+def test_one_run_against_its_siblings_strays_past_the_calibration_spread_one_time_in_eight():
+    """fixtures/h200/measure/README.md: each six-run side's run over the median of its five others."""
+    from nsync.config import AnalysisConfig
+
+    ratios = []
+    for path in MEASURED.glob("measure-*.json"):
+        for side in ("baseline", "candidate"):
+            runs = json.loads(path.read_text())[side]["run_median_step_ms"]
+            if len(runs) == 6:
+                ratios += [v / float(np.median(runs[:i] + runs[i + 1 :])) for i, v in enumerate(runs)]
+    ratios_arr = np.array(ratios)
+    spread, host = AnalysisConfig().calibration_spread, 1 + AnalysisConfig().host_speed_spread
+    assert len(ratios) == 84 and (round(ratios_arr.min(), 2), round(ratios_arr.max(), 2)) == (0.62, 1.42)
+    assert np.sum((ratios_arr < 1 / spread) | (ratios_arr > spread)) == 11
+    assert np.sum((ratios_arr < 1 / host) | (ratios_arr > host)) == 24

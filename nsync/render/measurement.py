@@ -47,7 +47,7 @@ def measurement_markdown(m: Measurement) -> str:
 
 
 def _how(m: Measurement) -> str:
-    source = STEP_SOURCES.get(m.step_source, f"NVTX range {m.step_source.removeprefix('nvtx:')}")
+    source = STEP_SOURCES.get(m.step_source, f"NVTX ranges '{printable(m.step_source.removeprefix('nvtx:'))}'")
     runs = len(m.baseline.run_median_step_ms), len(m.candidate.run_median_step_ms)
     each = f"{runs[0]} runs each" if runs[0] == runs[1] else f"{runs[0]} and {runs[1]} runs"
     return f"{each}, alternated, without the profiler; a run's step is its median over its {source}"
