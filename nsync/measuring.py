@@ -95,9 +95,9 @@ def measure(
 
 
 def _time_left(elapsed_s: float, done: int, runs: int) -> str:
-    left_s = elapsed_s / done * (runs - done)
     if done == runs:
         return ""
+    left_s = elapsed_s / done * (runs - done)
     return f"; about {left_s / 60:.0f} min left" if left_s >= 90 else f"; about {left_s:.0f} s left"
 
 
@@ -116,8 +116,7 @@ def _median_text(timings: Calibration) -> str:
 
 
 def _preferred(sources: list[str]) -> str:
-    """Optimizer steps where there are some, else the NVTX range timed most often... by name, for a stable
-    choice."""
+    """Optimizer steps where there are some, else the first NVTX range by name (a stable choice)."""
     return "marks" if "marks" in sources else sorted(sources)[0]
 
 

@@ -72,7 +72,7 @@ def _verdict_line(m: Measurement) -> str:
     more = (
         f"; about {c.runs_to_tell} runs of each would tell (--runs {c.runs_to_tell})"
         if c.runs_to_tell
-        else "; runs this noisy would take over 100 of each to tell: pin them to CPUs (--cpus)"
+        else "; runs this noisy would take over 100 of each to tell"
     )
     return f"B against A: {figure}: not told from the runs' noise{more}"
 

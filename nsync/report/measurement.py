@@ -1,10 +1,10 @@
 """The report of ``nsync measure``: two commands' steps timed without the profiler in alternate runs, and the
 change from the first to the second with its interval (``nsync.measure/1``).
 
-One run is one sample of a noisy host: the same program's median step moves by 5-15 % from one process to the
-next on the H200 (fixtures/h200/measure/README.md), more than many fixes save. So each run counts as one
-sample (its median step), and the change is the ratio of the two commands' geometric means of run medians,
-with Welch's t interval on their logarithms: a change of a few percent needs several runs of each."""
+One run is one sample of a noisy host: the same program's median step moved by 6-22 % (one standard deviation)
+from one process to the next on the H200 (fixtures/h200/measure/README.md), more than many fixes save. So each
+run counts as one sample (its median step), and the change is the ratio of the two commands' geometric means of
+run medians, with Welch's t interval on their logarithms: a change of a few percent needs many runs of each."""
 
 from __future__ import annotations
 
@@ -17,7 +17,6 @@ import numpy as np
 SCHEMA = "nsync.measure/1"
 CONFIDENCE = 0.95
 THRESHOLD_PCT = 5.0  # a change under this is "the same" (the analysis's worth-fixing share of a step)
-VERDICTS = ("faster", "slower", "same", "unclear")
 
 # Student's t, two-sided 95 % (the 0.975 quantile), for 1-30 degrees of freedom; beyond, ~1.96 + 2.46 / df
 _T975 = (
@@ -61,7 +60,7 @@ class MeasuredChange:
 @dataclass(frozen=True)
 class Measurement:
     schema: str
-    verdict: str  # faster | slower | same | unclear (VERDICTS)
+    verdict: str  # faster | slower | same | unclear
     step_source: str  # marks (optimizer steps) or nvtx:NAME
     order: list[str]  # the labels in the order the runs were made
     baseline: MeasuredCommand
