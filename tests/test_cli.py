@@ -240,7 +240,7 @@ def test_readme_lists_every_key_of_the_json():
     assert {k for k in keys - {"schema"} if f'"{k}"' not in block} == set()  # the split ate "schema"
 
 
-@pytest.mark.parametrize("command", ["", "analyze", "profile", "diff", "ranks"])
+@pytest.mark.parametrize("command", ["", "analyze", "profile", "diff", "ranks", "measure"])
 def test_help_reads_at_80_columns_with_examples(command: str) -> None:
     """Piped or narrow, typer's boxes cut option names ('--fail-on-regress…'), showed '<int range>' and
     '<bool>', broke the command list mid-sentence and gave no example."""
@@ -257,7 +257,7 @@ def test_help_reads_at_80_columns_with_examples(command: str) -> None:
         shown = [line.strip() for line in lines[lines.index("  Examples:") + 1 :] if line.strip()]
         assert shown and all(example.startswith(f"nsync {command} ") for example in shown)
     else:
-        assert all(f"  {name}  " in done.stdout for name in ("analyze", "profile", "diff", "ranks"))
+        assert all(f"  {name}  " in done.stdout for name in ("analyze", "profile", "diff", "ranks", "measure"))
 
 
 def test_a_closed_pipe_after_the_first_line_of_help_exits_0() -> None:
