@@ -791,6 +791,8 @@ def measure_command(
         path.write_text(measurement_json(result) if flag == "--json" else measurement_markdown(result))
         err.print(f"nsync: wrote {path}", markup=False)
     sys.stdout.write(measurement_json(result) if json_path == "-" else measurement_text(result))
+    if result.interrupted:  # (its figures said; no gate judges a measure cut short)
+        raise Interrupted
     if fail_on_regression is not None:
         threshold = fail_on_regression
         _gate(lambda: gates.fail_on_slowdown(result, threshold), "--fail-on-regression", pass_inconclusive)

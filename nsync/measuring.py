@@ -43,7 +43,8 @@ def measure(
     """Run ``baseline`` and ``candidate`` ``runs`` times each, alternately, without the profiler, and compare
     their steps. ``window``: the steps each run times (default: 40 after 10 of warm-up; the program is then
     ended); ``cpus``: the CPUs every run is pinned to. Raises UsageError when a command cannot start,
-    CannotJudge when a command timed its steps in fewer than two runs.
+    CannotJudge when a command timed its steps in fewer than two runs. A Ctrl-C once each command has two runs
+    ends the runs there: the result says so (``interrupted``); before that, it is raised.
 
         >>> m = nsync.measure(["python3", "train.py"], ["python3", "train_fixed.py"], runs=5, say=print)
         >>> m.verdict, m.change.pct, (m.change.low_pct, m.change.high_pct)
@@ -56,6 +57,7 @@ def measure(
     timed: dict[str, list[Calibration]] = {label: [] for label in LABELS}
     notes: list[str] = []
     order = run_order(runs)
+    interrupted = False
     began = time.monotonic()
     with pinned(cpus):
         for k, label in enumerate(order, 1):
@@ -63,6 +65,12 @@ def measure(
                 run = timed_run(commands[label], window, stdout=STDERR)  # nsync's stdout is the result's
             except OSError as err:
                 raise UsageError(f"{label} could not start: {commands[label][0]}: {err.strerror}") from None
+            except KeyboardInterrupt:  # Ctrl-C: what the runs before this one tell, if they can tell anything
+                if any(len(timed[other]) < 2 for other in LABELS):
+                    raise
+                notes.append(f"interrupted in run {k} of {len(order)}: the figures are of the {k - 1} runs before it")
+                interrupted = True
+                break
             ended = run.window is not None and run.window.ended_program
             if run.exit_code != 0 and not ended:
                 notes.append(f"run {k} ({label}) exited with code {run.exit_code}")
@@ -75,8 +83,6 @@ def measure(
             timings = run.calibration.of_window()
             timed[label].append(timings)
             tell(f"run {k} of {len(order)}: {label} {_median_text(timings)} in {run.wall_s:.0f} s{left}")
-    for note in notes:
-        tell(f"note: {note}")
     source = _step_source(timed, runs)
     steps = {label: [run.intervals_ns[source] / 1e6 for run in timed[label]] for label in LABELS}
     measured = [measured_command(label, commands[label], steps[label]) for label in LABELS]
@@ -91,6 +97,7 @@ def measure(
         change=change,
         threshold_pct=threshold_pct,
         notes=notes or None,
+        interrupted=interrupted,
     )
 
 

@@ -363,3 +363,29 @@ def test_runs_too_noisy_for_a_hundred_runs_are_said_so_without_advice_the_h200_r
     assert verdict == "unclear" and change.runs_to_tell is None and change == MeasuredChange(**saved["change"])
     text = " ".join(measurement_text(Measurement(SCHEMA, verdict, "marks", saved["order"], *sides, change)).split())
     assert text.endswith("not told from the runs' noise; runs this noisy would take over 100 of each to tell")
+
+
+@pytest.mark.slow
+def test_a_ctrl_c_after_two_runs_of_each_still_says_what_they_tell(tmp_path: Path):
+    """The fifth run's program sends nsync the SIGINT a Ctrl-C would (run 1 A, 2-3 B, 4 A: two of each done):
+    the result of those four is printed with a note, then nsync ends with 130. One sent in run 3 (A has one
+    run) ends it with 130 and no result."""
+    (tmp_path / "stop.py").write_text(
+        "import os, signal, sys, time\n"
+        "count = int(open('calls').read()) + 1 if os.path.exists('calls') else 1\n"
+        "open('calls', 'w').write(str(count))\n"
+        "if count == int(sys.argv[1]):\n"
+        "    os.kill(os.getppid(), signal.SIGINT); time.sleep(30)\n"
+        f"sys.argv = ['train.py', sys.argv[2], sys.argv[3], '{STEADY}']\n"
+        f"exec(compile(open('train.py').read(), 'train.py', 'exec'))\n"
+    )
+    done = _measure(tmp_path, "--runs", "3", "stop.py 5 10 a", "stop.py 5 8 b")
+    assert done.returncode == 130, done.stderr
+    assert done.stderr.splitlines()[-1] == "nsync: interrupted"
+    assert done.stdout.splitlines()[-1] == "note: interrupted in run 5 of 6: the figures are of the 4 runs before it"
+    assert "note:" not in done.stderr  # (said once, with the result)
+    assert "B is faster than A: " in done.stdout and done.stdout.startswith("2 runs each")
+    (tmp_path / "calls").unlink()
+    early = _measure(tmp_path, "--runs", "3", "stop.py 3 10 c", "stop.py 3 8 d")
+    assert early.returncode == 130 and early.stdout == ""
+    assert early.stderr.splitlines()[-1] == "nsync: interrupted"

@@ -69,6 +69,7 @@ class Measurement:
     threshold_pct: float = THRESHOLD_PCT
     confidence: float = CONFIDENCE
     notes: list[str] | None = None
+    interrupted: bool = False  # Ctrl-C ended the runs early: the figures are of those made before it
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
