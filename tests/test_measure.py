@@ -389,3 +389,14 @@ def test_a_ctrl_c_after_two_runs_of_each_still_says_what_they_tell(tmp_path: Pat
     early = _measure(tmp_path, "--runs", "3", "stop.py 3 10 c", "stop.py 3 8 d")
     assert early.returncode == 130 and early.stdout == ""
     assert early.stderr.splitlines()[-1] == "nsync: interrupted"
+
+
+def test_the_readme_names_every_field_of_the_measure_json():
+    from dataclasses import fields
+
+    from nsync.report.measurement import MeasuredChange, MeasuredCommand, Measurement
+
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    block = readme[readme.index("JSON (`nsync.measure/1`") :][:900]
+    for kind in (Measurement, MeasuredCommand, MeasuredChange):
+        assert {f.name for f in fields(kind) if f'"{f.name}"' not in block} == set(), kind.__name__
