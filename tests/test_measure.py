@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from nsync.measuring import run_order
 from nsync.report.measurement import change_between, t975
+from tests.conftest import interruptible
 from tests.test_calibration import fake_torch
 
 NSYNC = str(Path(sys.executable).parent / "nsync")
@@ -133,6 +134,7 @@ def _measure(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
         env=env,
         cwd=tmp_path,
         timeout=300,
+        preexec_fn=interruptible,  # a Ctrl-C reaches it even where the suite runs in the background
     )
 
 
