@@ -33,6 +33,11 @@ class CalibrationRun:
     exit_code: int
     wall_s: float
 
+    @property
+    def failed(self) -> bool:
+        """It exited with an error of its own (not ended by nsync after its window)."""
+        return self.exit_code != 0 and not (self.window is not None and self.window.ended_program)
+
 
 def run_calibration(
     command: Sequence[str], target: Path, say: Say, window: CaptureWindow | None = None
@@ -45,7 +50,7 @@ def run_calibration(
     except OSError as err:
         say(f"note: calibration run could not start ({err.strerror}): predictions will be uncalibrated")
         return None
-    if run.exit_code != 0 and not (run.window is not None and run.window.ended_program):
+    if run.failed:
         say(f"note: the calibration run exited with code {run.exit_code}")
     if run.calibration is None:
         say(

@@ -51,7 +51,8 @@ def fail_on_slowdown(measurement: Measurement, pct: float) -> None:
     change = measurement.change
     if measurement.verdict == "slower" and change.pct > pct:
         raise GateFailed(
-            f"B is slower by {fixed(change.pct, 1)} % (> {pct:g} %; 95 % interval {fixed(change.low_pct, 1)} to "
+            f"B is slower by {fixed(change.pct, 1)} % (> {pct:g} %; {100 * measurement.confidence:g} % interval "
+            f"{fixed(change.low_pct, 1)} to "
             f"{fixed(change.high_pct, 1)} %)"
         )
     if measurement.verdict == "unclear" and change.high_pct > pct:

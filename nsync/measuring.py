@@ -71,12 +71,11 @@ def measure(
                 notes.append(f"interrupted in run {k} of {len(order)}: the figures are of the {k - 1} runs before it")
                 interrupted = True
                 break
-            ended = run.window is not None and run.window.ended_program
-            if run.exit_code != 0 and not ended:
+            if run.failed:
                 notes.append(f"run {k} ({label}) exited with code {run.exit_code}")
             left = _time_left(time.monotonic() - began, k, len(order))
             if run.calibration is None:
-                if not timed[label] and order.index(label) == k - 1:  # its first run: the others would fare alike
+                if order.index(label) == k - 1:  # its first run: the others would fare alike
                     raise CannotJudge("nsync measure cannot compare the commands", _timed_nothing(label, run.exit_code))
                 tell(f"run {k} of {len(order)}: {label} timed no steps{left}")
                 continue
