@@ -8,6 +8,7 @@ Library first; each command is a function:
     >>> ranks = nsync.analyze_ranks([Path("run/")])                 # nsync ranks
     >>> result = nsync.profile(["python3", "train.py"], nsync.CaptureOptions(out_dir=Path("out"), name="train"))
     >>> m = nsync.measure(["python3", "train.py"], ["python3", "fixed.py"], runs=5)  # nsync measure
+    >>> if nsync.fixed(): ...         # in a program: which version `nsync measure train.py` runs now
 
 ``nsync.build_report(analysis) -> Report`` holds every figure the renderers print (and what ``--json``
 writes; ``nsync.read_report`` reads it back); every renderer takes any report (an analysis's, a diff's, the
@@ -21,12 +22,13 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from nsync.ab import fixed
     from nsync.analysis import Analysis, analyze
     from nsync.comparison import Diff, diff
     from nsync.config import AnalysisConfig
     from nsync.errors import EXIT_CODES, NsyncError, NsysError, TraceError, UsageError
     from nsync.load import Trace, load_trace
-    from nsync.measuring import measure
+    from nsync.measuring import measure, measure_switched
     from nsync.nsys import CaptureOptions
     from nsync.nsys.window import CaptureWindow
     from nsync.profiling import ProfileResult, profile
@@ -76,6 +78,8 @@ _LAZY = {
     "analyze_ranks": "nsync.ranks",
     "profile": "nsync.profiling",
     "measure": "nsync.measuring",
+    "measure_switched": "nsync.measuring",
+    "fixed": "nsync.ab",
     "Measurement": "nsync.report.measurement",
     "ProfileResult": "nsync.profiling",
     "CaptureOptions": "nsync.nsys",
@@ -106,8 +110,10 @@ __all__ = [
     "build_diff_report",
     "build_report",
     "diff",
+    "fixed",
     "load_trace",
     "measure",
+    "measure_switched",
     "profile",
     "read_diff_report",
     "read_ranks_report",
@@ -130,5 +136,6 @@ def __getattr__(name: str) -> Any:
     if name == "gates":  # a module of functions: nsync.gates.fail_above(...)
         return importlib.import_module("nsync.gates")
     if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
+        value = globals()[name] = getattr(importlib.import_module(_LAZY[name]), name)  # (found directly next time)
+        return value
     raise AttributeError(f"module 'nsync' has no attribute {name!r}")

@@ -32,6 +32,7 @@ class CalibrationRun:
     window: WindowOutcome | None
     exit_code: int
     wall_s: float
+    asked_fixed: bool = False  # (nsync measure, one command) the program asked nsync.fixed()
 
     @property
     def failed(self) -> bool:
@@ -61,12 +62,21 @@ def run_calibration(
     return replace(run, calibration=replace(run.calibration, path=target))
 
 
-def timed_run(command: Sequence[str], window: CaptureWindow | None = None, stdout: int | None = None) -> CalibrationRun:
+def timed_run(
+    command: Sequence[str],
+    window: CaptureWindow | None = None,
+    stdout: int | None = None,
+    switch_block: int | None = None,
+) -> CalibrationRun:
     """One run of ``command`` without the profiler, its steps timed by the sitecustomize (with ``window``:
     ended after it); its calibration is None when it timed no steps. ``stdout``: where the program's output
-    goes (a file descriptor; default: where nsync's goes). Raises OSError when it cannot start."""
+    goes (a file descriptor; default: where nsync's goes); ``switch_block``: ``nsync.fixed()`` alternates the
+    program's versions in blocks of this many optimizer steps. Raises OSError when it cannot start."""
     with tempfile.TemporaryDirectory(prefix="nsync-calibrate-") as scratch:
         env = {**os.environ, "NSYNC_CALIBRATE_DIR": scratch}
+        env.pop("NSYNC_AB", None)
+        if switch_block is not None:
+            env["NSYNC_AB"] = str(switch_block)
         env["PYTHONPATH"] = inject.pythonpath(env.get("PYTHONPATH"))
         if window is not None:
             env.update(window.env(Path(scratch), ending=True))
@@ -75,30 +85,32 @@ def timed_run(command: Sequence[str], window: CaptureWindow | None = None, stdou
         wall_s = time.monotonic() - began
         runs = [_read_run(path) for path in sorted(Path(scratch).glob("calibration-*.json"))]
         seen = outcome(Path(scratch)) if window is not None else None
+    asked = any(run[2] for run in runs)
     timed = [run for run in runs if run[0]]
     if not timed:
-        return CalibrationRun(None, seen, code, wall_s)
+        return CalibrationRun(None, seen, code, wall_s, asked)
     # the process that timed most steps is the training one (not a data-loader worker)
-    intervals, window_from = max(timed, key=lambda run: max(len(v) for v in run[0].values()))
+    intervals, window_from, _ = max(timed, key=lambda run: max(len(v) for v in run[0].values()))
     calibration = Calibration(None, intervals, tuple(command), code, wall_s, window_from)
-    return CalibrationRun(calibration, seen, code, wall_s)
+    return CalibrationRun(calibration, seen, code, wall_s, asked)
 
 
-def _read_run(path: Path) -> tuple[dict[str, np.ndarray], dict[str, int]]:
-    """One process's timings, and where its window began in each (empty when unreadable)."""
+def _read_run(path: Path) -> tuple[dict[str, np.ndarray], dict[str, int], bool]:
+    """One process's timings, where its window began in each (empty when unreadable), and whether it asked
+    ``nsync.fixed()``."""
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError):
-        return {}, {}
+        return {}, {}, False
     if not isinstance(data, dict) or data.get("schema") != RUN_SCHEMA:
-        return {}, {}
+        return {}, {}, False
     began = data.get("window_from")
     window_from = (
         {k: v for k, v in began.items() if isinstance(k, str) and isinstance(v, int) and v >= 0}
         if isinstance(began, dict)
         else {}
     )
-    return intervals_of(data.get("intervals_ns"), path), window_from
+    return intervals_of(data.get("intervals_ns"), path), window_from, data.get("asked_fixed") is True
 
 
 @contextmanager

@@ -700,6 +700,7 @@ def diff_command(
     short_help="Time two versions of a program unprofiled; is the change beyond noise?",
     epilog=examples(
         "nsync measure train.py train_fixed.py",
+        "nsync measure train.py   # train.py asks `if nsync.fixed():` at each step",
         "nsync measure --runs 8 'train.py --lr 3e-4' 'train.py --lr 3e-4 --fix'",
         "nsync measure --cpus 2-5 --json m.json '-m pkg.train' '-m pkg.train2'",
         "nsync measure a.py b.py --markdown comment.md   # for a PR comment",
@@ -710,11 +711,26 @@ def diff_command(
 @reported
 def measure_command(
     baseline: Annotated[str, typer.Argument(show_default=False, metavar="A")],
-    candidate: Annotated[str, typer.Argument(show_default=False, metavar="B")],
+    candidate: Annotated[str | None, typer.Argument(show_default=False, metavar="[B]")] = None,
     runs: Annotated[
-        int, typer.Option(min=2, max=100, help="Runs of each command, alternated (A B B A A B...).", metavar="N")
-    ] = 5,
-    steps: Annotated[int | None, typer.Option(min=4, help="Optimizer steps to time (default 40).", metavar="K")] = None,
+        int | None,
+        typer.Option(
+            min=1,
+            max=100,
+            help="Runs of each command, alternated (A B B A A B...), or of the one command (default 5).",
+            metavar="N",
+        ),
+    ] = None,
+    steps: Annotated[
+        int | None,
+        typer.Option(min=4, help="Optimizer steps to time (default 40; one command: 200).", metavar="K"),
+    ] = None,
+    block_steps: Annotated[
+        int | None,
+        typer.Option(
+            min=2, help="One command: optimizer steps in each block of one version (default 10).", metavar="N"
+        ),
+    ] = None,
     warmup_steps: Annotated[
         int | None,
         typer.Option(min=1, help="Optimizer steps each run makes before they are timed (default 10).", metavar="W"),
@@ -762,16 +778,29 @@ def measure_command(
     A and B are each one command line, quoted: SCRIPT [ARGS]..., -m MODULE [ARGS]..., or any command (split as
     a shell would split it; no shell runs it). Each run times optimizer steps 11-50 (or NVTX ranges) with CUDA
     events and is then ended. A run's median step is one sample: the change is the ratio of the two commands'
-    geometric means, with its 95 % interval."""
+    geometric means, with its 95 % interval.
+
+    One command A whose program asks `if nsync.fixed():` where its versions differ runs both in each process,
+    in alternating blocks of optimizer steps (A: as it is, B: fixed), free of the process's own speed, which
+    separate runs differ by: a run's change is its pairs of neighbouring blocks', the runs' changes the
+    samples."""
     import shlex
 
     from nsync import gates
-    from nsync.measuring import measure
+    from nsync.measuring import SWITCHED_STEPS, measure, measure_switched
     from nsync.profiling import build_command
     from nsync.render.measurement import measurement_json, measurement_markdown, measurement_text
 
+    if candidate is None and steps is None:
+        steps = SWITCHED_STEPS
+    if candidate is not None and block_steps is not None:
+        raise UsageError("--block-steps is for one command, whose program asks nsync.fixed(); two were given")
+    if candidate is not None and runs == 1:
+        raise UsageError("--runs 1 cannot tell two commands' noise: give 2 or more (or one command)")
     commands = []
     for label, text in (("A", baseline), ("B", candidate)):
+        if text is None:
+            continue
         try:
             words = shlex.split(text)
         except ValueError as error:
@@ -786,7 +815,10 @@ def measure_command(
     def say(message: str) -> None:
         err.print(f"nsync: {printable(message)}", markup=False)
 
-    result = measure(commands[0], commands[1], runs, window, say=say, cpus=parse_cpus(cpus))
+    if candidate is None:
+        result = measure_switched(commands[0], runs or 5, block_steps or 10, window, say=say, cpus=parse_cpus(cpus))
+    else:
+        result = measure(commands[0], commands[1], runs or 5, window, say=say, cpus=parse_cpus(cpus))
     for flag, path in files:
         path.write_text(measurement_json(result) if flag == "--json" else measurement_markdown(result))
         err.print(f"nsync: wrote {path}", markup=False)

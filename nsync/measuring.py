@@ -2,7 +2,10 @@
 the profiler, each run's steps timed as the calibration run times them (CUDA events at each optimizer step or
 NVTX range, over a window of steps), and the change from the first to the second told from the runs' noise
 (nsync.report.measurement). The answer ``nsync analyze`` points to when a predicted saving straddles the
-worth-fixing threshold: a profiled capture cannot tell a 5 % change on a host whose runs differ by more."""
+worth-fixing threshold: a profiled capture cannot tell a 5 % change on a host whose runs differ by more.
+
+With one command (:func:`measure_switched`), the program holds both versions and asks ``nsync.fixed()``
+(nsync/ab.py) which one a step runs; one process then runs them in alternating blocks of optimizer steps."""
 
 from __future__ import annotations
 
@@ -12,10 +15,17 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from nsync.calibration import Calibration
-from nsync.calibration_run import pinned, timed_run
+from nsync.calibration_run import CalibrationRun, pinned, timed_run
 from nsync.errors import CannotJudge, UsageError
 from nsync.nsys.window import CaptureWindow
-from nsync.report.measurement import SCHEMA, THRESHOLD_PCT, Measurement, change_between, measured_command
+from nsync.report.measurement import (
+    SCHEMA,
+    THRESHOLD_PCT,
+    Measurement,
+    change_between,
+    measured_command,
+    switched_change,
+)
 
 Say = Callable[[str], None]
 LABELS = ("A", "B")
@@ -97,6 +107,136 @@ def measure(
         threshold_pct=threshold_pct,
         notes=notes or None,
         interrupted=interrupted,
+    )
+
+
+def measure_switched(
+    command: Sequence[str],
+    runs: int = 5,
+    block_steps: int = 10,
+    window: CaptureWindow | None = None,
+    say: Say | None = None,
+    cpus: frozenset[int] | None = None,
+    threshold_pct: float = THRESHOLD_PCT,
+) -> Measurement:
+    """Run ``command`` (a program that asks ``nsync.fixed()``) ``runs`` times without the profiler, its two
+    versions alternating in blocks of ``block_steps`` optimizer steps (A B B A...) over ``window``'s steps
+    (default: 200 after 10 of warm-up, during which they alternate step by step), each run's change told from
+    its pairs of blocks and the change from the runs' (nsync.report.measurement.switched_change). Raises
+    UsageError when it cannot start, CannotJudge when its first run timed no optimizer steps or never asked
+    ``nsync.fixed()``, or when the runs timed fewer than two pairs of blocks. A Ctrl-C after the first run ends
+    the runs there (``interrupted``).
+
+        >>> m = nsync.measure_switched(["python3", "train.py"], say=print)   # train.py asks nsync.fixed()
+        >>> m.verdict, m.change.pct, (m.change.low_pct, m.change.high_pct)
+    """
+    if runs < 1 or block_steps < 2:
+        raise UsageError("nsync measure needs a run, and blocks of at least 2 steps (a block's first is left out)")
+    tell = say or (lambda _m: None)
+    window = window or CaptureWindow(steps=SWITCHED_STEPS)
+    timed: list[tuple[list[np.ndarray], list[np.ndarray]]] = []  # per run: A's blocks, B's blocks
+    notes: list[str] = []
+    interrupted = False
+    began = time.monotonic()
+    with pinned(cpus):
+        for k in range(1, runs + 1):
+            try:
+                run = timed_run(command, window, stdout=STDERR, switch_block=block_steps)
+            except OSError as err:
+                raise UsageError(f"{command[0]} could not start: {err.strerror}") from None
+            except KeyboardInterrupt:
+                if not timed:
+                    raise
+                notes.append(f"interrupted in run {k} of {runs}: the figures are of the {k - 1} runs before it")
+                interrupted = True
+                break
+            if run.failed:
+                notes.append(f"run {k} exited with code {run.exit_code}")
+            steps = run.calibration.of_window().intervals_ns.get("marks") if run.calibration else None
+            if not run.asked_fixed or steps is None:
+                if k == 1:
+                    raise CannotJudge("nsync measure cannot compare the versions", _not_switched(run, steps is None))
+                tell(f"run {k} of {runs}: no blocks timed")
+                continue
+            a_blocks, b_blocks = split_blocks(steps / 1e6, block_steps)
+            left = _time_left(time.monotonic() - began, k, runs)
+            if len(a_blocks) < 2:
+                too_few = f"{_pairs(len(a_blocks), block_steps)}; it takes two or more"
+                if k == 1:
+                    raise CannotJudge(
+                        "nsync measure cannot compare the versions",
+                        f"its first run timed {too_few} (did the program end early? --steps, --block-steps)",
+                    )
+                tell(f"run {k} of {runs}: {too_few}{left}")
+                continue
+            timed.append((a_blocks, b_blocks))
+            ratio = np.exp(np.mean(np.log([np.median(b) / np.median(a) for a, b in zip(a_blocks, b_blocks)])))
+            tell(
+                f"run {k} of {runs}: {_pairs(len(a_blocks), block_steps)}, B {100 * (ratio - 1):+.1f} % "
+                f"in {run.wall_s:.0f} s{left}"
+            )
+    if len(timed) == 1:
+        notes.append(
+            "one run: its interval is this process's alone; another's change can differ by more (on the H200 "
+            "one run's missed the mean of four others 9 times in 25): --runs 5"
+        )
+    measured = [
+        measured_command(
+            label,
+            list(command),
+            [np.concatenate(run[side]) for run in timed],
+            [block for run in timed for block in run[side]],
+        )
+        for side, label in enumerate(LABELS)
+    ]
+    medians = [
+        ([float(np.median(a)) for a in a_blocks], [float(np.median(b)) for b in b_blocks])
+        for a_blocks, b_blocks in timed
+    ]
+    change, verdict = switched_change(medians, block_steps, threshold_pct)
+    return Measurement(
+        schema=SCHEMA,
+        verdict=verdict,
+        step_source="marks",
+        order=[],  # (each run ran both versions)
+        baseline=measured[0],
+        candidate=measured[1],
+        change=change,
+        threshold_pct=threshold_pct,
+        notes=notes or None,
+        interrupted=interrupted,
+        block_steps=block_steps,
+    )
+
+
+SWITCHED_STEPS = 200  # one command's default timed steps: ten pairs of blocks of 10
+
+
+def split_blocks(steps_ms: np.ndarray, block_steps: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """The window's steps as the sitecustomize's switch ran them (nsync/nsys/inject, ``_Switch``): block j of
+    ``block_steps`` is B (fixed) where j % 4 is 1 or 2, A otherwise, so that blocks 2p and 2p + 1 are one pair.
+    Complete pairs only, each block without its first step (which the version before it may spill into):
+    (A's blocks, B's blocks), pair by pair."""
+    pairs = len(steps_ms) // (2 * block_steps)
+    blocks = [steps_ms[j * block_steps + 1 : (j + 1) * block_steps] for j in range(2 * pairs)]
+    fixed = [j % 4 in (1, 2) for j in range(2 * pairs)]
+    return [b for b, f in zip(blocks, fixed) if not f], [b for b, f in zip(blocks, fixed) if f]
+
+
+def _pairs(count: int, block_steps: int) -> str:
+    return f"{count} pair{'s' if count != 1 else ''} of blocks of {block_steps} optimizer steps"
+
+
+def _not_switched(run: CalibrationRun, timed_nothing: bool) -> str:
+    ended = f" (it exited with code {run.exit_code})" if run.failed else ""
+    if timed_nothing:
+        return (
+            f"its first run timed no optimizer steps{ended}: with one command, nsync measure alternates the "
+            "program's two versions in blocks of optimizer steps"
+        )
+    return (
+        f"its first run never asked nsync.fixed(){ended}: with one command, the program holds both versions "
+        "and asks `if nsync.fixed():` at each step where they differ (or give two commands: A B)"
     )
 
 

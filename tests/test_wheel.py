@@ -198,7 +198,8 @@ def test_installed_ranks_run_on_dask(installed: Path, elsewhere: Path) -> None:
 @pytest.mark.slow
 def test_installed_measure_times_two_programs_and_gates(installed: Path, elsewhere: Path) -> None:
     """nsync measure from the wheel: its sitecustomize times the stand-in torch's steps (the package beside the
-    scripts), B's steps 25 % longer by construction: slower, and the gate exits 3."""
+    scripts), B's steps 25 % longer by construction: slower, and the gate exits 3; with one command, the
+    program imports the installed nsync and its blocks of each version are told apart."""
     from tests.test_calibration import fake_torch
     from tests.test_measure import PROGRAM, STEADY
 
@@ -211,3 +212,22 @@ def test_installed_measure_times_two_programs_and_gates(installed: Path, elsewhe
     result = json.loads((elsewhere / "m.json").read_text())
     assert result["verdict"] == "slower" and result["change"]["pct"] == pytest.approx(25.0, abs=0.01)
     assert "B is slower than A: " in done.stdout
+    # one command: the installed package's nsync.fixed() in the program, B's steps 10 % shorter by construction
+    from tests.test_measure_switched import PROGRAM as SWITCHED
+
+    (elsewhere / "switched.py").write_text(SWITCHED)
+    done = nsync(
+        installed,
+        elsewhere,
+        *args,
+        "--steps",
+        "20",
+        "--block-steps",
+        "5",
+        "--json",
+        "-",
+        "switched.py 10 9 100 after 0 0",
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["verdict"] == "faster" and result["change"]["pct"] == pytest.approx(-10.0, abs=0.01)

@@ -18,10 +18,11 @@ def measurement_text(m: Measurement, width: int = 80) -> str:
     """The result in lines of at most ``width`` columns (a CI log's, a terminal's)."""
     paragraphs = [_how(m), ""]
     for c in (m.baseline, m.candidate):
-        paragraphs += [
-            f"{c.label}  {printable(describe(c.command))}",
-            f"   {fixed(c.median_step_ms)} ms per step (runs {_runs(c)}, spread {fixed(c.run_spread_pct, 1)} %)",
-        ]
+        paragraphs += [f"{c.label}  {_command(m, c)}", f"   {fixed(c.median_step_ms)} ms per step ({_spread(c)})"]
+    if m.change.run_pct and len(m.change.run_pct) > 1:
+        paragraphs.append(
+            "   B against A, run by run: " + ", ".join(fixed(p, 1, sign=True) for p in m.change.run_pct) + " %"
+        )
     paragraphs += ["", _verdict_line(m)]
     paragraphs += [f"note: {printable(note)}" for note in m.notes or ()]
     lines = [
@@ -35,26 +36,54 @@ def measurement_text(m: Measurement, width: int = 80) -> str:
 def measurement_markdown(m: Measurement) -> str:
     """For a PR comment: the verdict, the two commands' steps in a table (commands made inert), how."""
     lines = ["### nsync measure", "", cell(printable(_verdict_line(m))), ""]
-    lines += ["| | command | ms per step | runs (ms) | spread |", "| --- | --- | ---: | --- | ---: |"]
-    lines += [
-        f"| {c.label} | {code_span(printable(describe(c.command)))} | {fixed(c.median_step_ms)} | {_runs(c)} | "
-        f"{fixed(c.run_spread_pct, 1)} % |"
-        for c in (m.baseline, m.candidate)
-    ]
+    samples = "blocks" if m.block_steps else "runs"
+    lines += [f"| | command | ms per step | {samples} (ms) | spread |", "| --- | --- | ---: | --- | ---: |"]
+    for c in (m.baseline, m.candidate):
+        which = f" {_version(c)}" if m.block_steps else ""
+        medians, spread = _samples(c)
+        lines.append(
+            f"| {c.label} | {code_span(printable(describe(c.command)))}{which} | {fixed(c.median_step_ms)} | "
+            f"{fixed(min(medians))}-{fixed(max(medians))} | {fixed(spread, 1)} % |"
+        )
     lines += ["", cell(_how(m))]
     lines += [f"note: {cell(printable(note))}" for note in m.notes or ()]
     return "\n".join(lines) + "\n"
 
 
 def _how(m: Measurement) -> str:
-    source = STEP_SOURCES.get(m.step_source, f"NVTX ranges '{printable(m.step_source.removeprefix('nvtx:'))}'")
     runs = len(m.baseline.run_median_step_ms), len(m.candidate.run_median_step_ms)
+    if m.block_steps:
+        pairs = len(m.baseline.block_median_step_ms or ())
+        return (
+            f"{runs[0]} run{'s' if runs[0] != 1 else ''} without the profiler, each alternating the program's two "
+            f"versions in blocks of {m.block_steps} optimizer steps (A B B A...; {pairs} pairs in all); a block's "
+            "step is its median, its first step left out"
+            + ("; a run's change is its pairs' mean" if runs[0] > 1 else "")
+        )
+    source = STEP_SOURCES.get(m.step_source, f"NVTX ranges '{printable(m.step_source.removeprefix('nvtx:'))}'")
     each = f"{runs[0]} runs each" if runs[0] == runs[1] else f"{runs[0]} and {runs[1]} runs"
     return f"{each}, alternated, without the profiler; a run's step is its median over its {source}"
 
 
-def _runs(c: MeasuredCommand) -> str:
-    return f"{fixed(min(c.run_median_step_ms))}-{fixed(max(c.run_median_step_ms))}"
+def _version(c: MeasuredCommand) -> str:
+    return f"(nsync.fixed() {'true' if c.label == 'B' else 'false'})"
+
+
+def _command(m: Measurement, c: MeasuredCommand) -> str:
+    return printable(describe(c.command)) + (f" {_version(c)}" if m.block_steps else "")
+
+
+def _samples(c: MeasuredCommand) -> tuple[list[float], float]:
+    """The medians the change was told from (its blocks', else its runs') and their spread."""
+    if c.block_median_step_ms:
+        return c.block_median_step_ms, c.block_spread_pct or 0.0
+    return c.run_median_step_ms, c.run_spread_pct
+
+
+def _spread(c: MeasuredCommand) -> str:
+    medians, spread = _samples(c)
+    samples = "blocks" if c.block_median_step_ms else "runs"
+    return f"{samples} {fixed(min(medians))}-{fixed(max(medians))}, spread {fixed(spread, 1)} %"
 
 
 def _verdict_line(m: Measurement) -> str:
@@ -69,6 +98,20 @@ def _verdict_line(m: Measurement) -> str:
         return f"B is slower than A: {figure}"
     if m.verdict == "same":
         return f"B runs as fast as A, within {m.threshold_pct:g} % either way: {figure}"
+    if m.block_steps and len(m.baseline.run_median_step_ms) == 1:
+        more = (
+            f"; about {c.steps_to_tell} steps would tell (--steps {c.steps_to_tell})"
+            if c.steps_to_tell
+            else "; blocks this noisy would take over 500 pairs to tell"
+        )
+        return f"B against A: {figure}: not told from the blocks' noise{more}"
+    if m.block_steps:
+        more = (
+            f"; about {c.runs_to_tell} runs would tell (--runs {c.runs_to_tell})"
+            if c.runs_to_tell
+            else "; runs this far apart would take over 100 to tell"
+        )
+        return f"B against A: {figure}: not told from the runs' noise{more}"
     more = (
         f"; about {c.runs_to_tell} runs of each would tell (--runs {c.runs_to_tell})"
         if c.runs_to_tell

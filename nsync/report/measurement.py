@@ -4,12 +4,18 @@ change from the first to the second with its interval (``nsync.measure/1``).
 One run is one sample of a noisy host: the same program's median step moved by 6-22 % (one standard deviation)
 from one process to the next on the H200 (fixtures/h200/measure/README.md), more than many fixes save. So each
 run counts as one sample (its median step), and the change is the ratio of the two commands' geometric means of
-run medians, with Welch's t interval on their logarithms: a change of a few percent needs many runs of each."""
+run medians, with Welch's t interval on their logarithms: a change of a few percent needs many runs of each.
+
+One command whose program asks ``nsync.fixed()`` runs both versions in each process, in alternating blocks of
+optimizer steps (A B B A...): a pair of neighbouring blocks gives the ratio of their median steps, which the
+process's own level and slow drift cancel out of, and a run's change is the geometric mean of its pairs'. The
+runs' changes are the samples (:func:`switched_change`), far less spread than separate runs' steps."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -40,8 +46,10 @@ class MeasuredCommand:
     command: list[str]
     run_median_step_ms: list[float]  # each run's median step, in the order run
     steps_per_run: list[int]
-    median_step_ms: float  # the geometric mean of the run medians
+    median_step_ms: float  # the geometric mean of the run medians (one command: of the block medians)
     run_spread_pct: float  # the standard deviation of log run medians, as a percentage
+    block_median_step_ms: list[float] | None = None  # one command: each of its blocks' median step, in order
+    block_spread_pct: float | None = None  # one command: the standard deviation of log block medians
 
 
 @dataclass(frozen=True)
@@ -54,7 +62,9 @@ class MeasuredChange:
     high_pct: float
     low_ms: float
     high_ms: float
-    runs_to_tell: int | None  # unclear: runs of each that would likely settle it (None: over 100)
+    runs_to_tell: int | None  # unclear: runs (of each) that would likely settle it (None: over 100)
+    steps_to_tell: int | None = None  # one command, one run, unclear: steps to time that would likely settle it
+    run_pct: list[float] | None = None  # one command: each run's change, from its pairs of blocks
 
 
 @dataclass(frozen=True)
@@ -62,7 +72,7 @@ class Measurement:
     schema: str
     verdict: str  # faster | slower | same | unclear
     step_source: str  # marks (optimizer steps) or nvtx:NAME
-    order: list[str]  # the labels in the order the runs were made
+    order: list[str]  # the labels in the order the runs were made (one command: none, each run ran both)
     baseline: MeasuredCommand
     candidate: MeasuredCommand
     change: MeasuredChange
@@ -70,23 +80,34 @@ class Measurement:
     confidence: float = CONFIDENCE
     notes: list[str] | None = None
     interrupted: bool = False  # Ctrl-C ended the runs early: the figures are of those made before it
+    block_steps: int | None = None  # one command: its two versions alternated in blocks of this many steps
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def measured_command(label: str, command: list[str], run_steps_ms: list[np.ndarray]) -> MeasuredCommand:
+def measured_command(
+    label: str, command: list[str], run_steps_ms: list[np.ndarray], block_steps_ms: list[np.ndarray] | None = None
+) -> MeasuredCommand:
+    """One command's (one version's) figures from its runs' steps; ``block_steps_ms``: its blocks' steps (one
+    command), whose medians then give its step and spread."""
     medians = [float(np.median(steps)) for steps in run_steps_ms]
-    logs = np.log(medians)
-    spread = float(np.std(logs, ddof=1)) if len(logs) > 1 else 0.0
+    blocks = [float(np.median(steps)) for steps in block_steps_ms] if block_steps_ms is not None else None
+    level = np.log(blocks if blocks is not None else medians)
     return MeasuredCommand(
         label=label,
         command=command,
         run_median_step_ms=[round(m, 4) for m in medians],
         steps_per_run=[len(steps) for steps in run_steps_ms],
-        median_step_ms=round(float(np.exp(logs.mean())), 4),
-        run_spread_pct=round(100 * spread, 2),
+        median_step_ms=round(float(np.exp(level.mean())), 4),
+        run_spread_pct=_spread_pct(np.log(medians)),
+        block_median_step_ms=[round(m, 4) for m in blocks] if blocks is not None else None,
+        block_spread_pct=_spread_pct(level) if blocks is not None else None,
     )
+
+
+def _spread_pct(logs: np.ndarray) -> float:
+    return round(100 * float(np.std(logs, ddof=1)), 2) if len(logs) > 1 else 0.0
 
 
 def change_between(
@@ -101,38 +122,96 @@ def change_between(
     # Welch-Satterthwaite degrees of freedom (no spread at all: the pooled count)
     df = se**4 / (var_a**2 / (len(a) - 1) + var_b**2 / (len(b) - 1)) if se > 0 else len(a) + len(b) - 2
     shift = float(b.mean() - a.mean())
-    half = t975(df) * se
-    low, high = shift - half, shift + half
-    base_ms = float(np.exp(a.mean()))
-    bound = math.log1p(threshold_pct / 100)
-    if high < 0:
-        verdict = "faster"
-    elif low > 0:
-        verdict = "slower"
-    elif low > -bound and high < bound:
-        verdict = "same"
+    verdict = _verdict(shift, t975(df) * se, threshold_pct)
+    to_tell = _runs_to_tell(a, b, _bound(threshold_pct)) if verdict == "unclear" else None
+    return _change(float(np.exp(a.mean())), shift, t975(df) * se, runs_to_tell=to_tell), verdict
+
+
+def switched_change(
+    runs: list[tuple[list[float], list[float]]], block_steps: int, threshold_pct: float = THRESHOLD_PCT
+) -> tuple[MeasuredChange, str]:
+    """The candidate's change against the baseline from one command's runs, each a list of pairs of
+    neighbouring blocks (the baseline's block medians, the candidate's, pair by pair; two pairs or more), and
+    the verdict as :func:`change_between` gives it.
+
+    A run's change is the mean over its pairs of the log ratio of their medians. Runs are the samples: the
+    change itself moves from one process to the next by more than one process's pairs say (on the H200 one
+    run's interval missed the mean of four others' changes 9 times in 25, fixtures/h200/switched). One run has
+    only its pairs: its interval is that process's, and where unclear the steps that would settle it count
+    ``block_steps`` per block, two blocks a pair; with more, the runs."""
+    ratios = [np.log(b) - np.log(a) for a, b in runs]
+    if len(runs) == 1:
+        samples, to_tell = ratios[0], "steps"
     else:
-        verdict = "unclear"
-    change = MeasuredChange(
+        samples, to_tell = np.array([r.mean() for r in ratios]), "runs"
+    count, spread, shift = len(samples), float(samples.std(ddof=1)), float(samples.mean())
+    half = t975(count - 1) * spread / math.sqrt(count)
+    verdict = _verdict(shift, half, threshold_pct)
+    needed = None
+    if verdict == "unclear":
+        needed = _count_to_tell(
+            abs(shift), _bound(threshold_pct), spread, count, lambda n: n - 1, most=100 if to_tell == "runs" else 500
+        )
+    base_ms = float(np.exp(np.mean(np.concatenate([np.log(a) for a, _ in runs]))))
+    change = _change(
+        base_ms,
+        shift,
+        half,
+        runs_to_tell=needed if to_tell == "runs" else None,
+        steps_to_tell=2 * block_steps * needed if needed and to_tell == "steps" else None,
+    )
+    return replace(change, run_pct=[round(100 * math.expm1(float(r.mean())), 2) for r in ratios]), verdict
+
+
+def _bound(threshold_pct: float) -> float:
+    return math.log1p(threshold_pct / 100)
+
+
+def _verdict(shift: float, half: float, threshold_pct: float) -> str:
+    low, high, bound = shift - half, shift + half, _bound(threshold_pct)
+    if high < 0:
+        return "faster"
+    if low > 0:
+        return "slower"
+    if low > -bound and high < bound:
+        return "same"
+    return "unclear"
+
+
+def _change(
+    base_ms: float, shift: float, half: float, runs_to_tell: int | None = None, steps_to_tell: int | None = None
+) -> MeasuredChange:
+    """The change ``exp(shift) - 1`` of a step of ``base_ms``, with its interval ``shift ± half`` (logarithms)."""
+    low, high = shift - half, shift + half
+    return MeasuredChange(
         ms_per_step=round(base_ms * math.expm1(shift), 4),
         pct=round(100 * math.expm1(shift), 2),
         low_pct=round(100 * math.expm1(low), 2),
         high_pct=round(100 * math.expm1(high), 2),
         low_ms=round(base_ms * math.expm1(low), 4),
         high_ms=round(base_ms * math.expm1(high), 4),
-        runs_to_tell=_runs_to_tell(a, b, bound) if verdict == "unclear" else None,
+        runs_to_tell=runs_to_tell,
+        steps_to_tell=steps_to_tell,
     )
-    return change, verdict
 
 
 def _runs_to_tell(a: np.ndarray, b: np.ndarray, bound: float, most: int = 100) -> int | None:
     """Runs of each command at which the interval would settle the verdict if the change and the runs' spread
-    stayed as measured: leave out no change (a change beyond half the threshold) or lie within the threshold
-    (one under it); None beyond ``most``."""
+    stayed as measured; None beyond ``most``."""
     shift = abs(float(b.mean() - a.mean()))
-    half_width = max(shift, bound - shift)
     pooled = (a.var(ddof=1) * (len(a) - 1) + b.var(ddof=1) * (len(b) - 1)) / (len(a) + len(b) - 2)
-    for runs in range(max(len(a), len(b)) + 1, most + 1):
-        if t975(2 * runs - 2) * math.sqrt(2 * pooled / runs) < half_width:
-            return runs
+    # two samples of n runs: the difference's spread is sqrt(2 / n) times one run's, with 2n - 2 degrees of freedom
+    return _count_to_tell(shift, bound, math.sqrt(2 * pooled), max(len(a), len(b)), lambda n: 2 * n - 2, most)
+
+
+def _count_to_tell(
+    shift: float, bound: float, spread: float, have: int, df: Callable[[int], int], most: int
+) -> int | None:
+    """The least count n (beyond ``have``) whose interval, t975(df(n)) * spread / sqrt(n), would settle the
+    verdict were the change and the spread as measured: leave out no change (a change beyond half the
+    threshold) or lie within the threshold (one under it); None beyond ``most``."""
+    half_width = max(shift, bound - shift)
+    for n in range(have + 1, most + 1):
+        if t975(df(n)) * spread / math.sqrt(n) < half_width:
+            return n
     return None

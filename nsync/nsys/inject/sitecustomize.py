@@ -21,6 +21,12 @@ few microseconds of host time and never waits; at exit the events are read and t
 successive ones is written to ``NSYNC_CALIBRATE_DIR/calibration-<pid>.json``: the program's own step
 times, unprofiled, with where the window began in each.
 
+``nsync measure`` given one command (``NSYNC_AB=B``, B steps a block) runs the program's two versions in one
+process: ``nsync.fixed()`` (nsync/ab.py) asks :func:`fixed` here which one the step in progress runs. During
+the window's warm-up they alternate step by step (both warm up); from the window on, in blocks of B optimizer
+steps, A B B A A B B A... (a drift of the host moves both alike). Whether the program asked is written with
+the timings.
+
 Nothing else changes: the ``sitecustomize`` this one shadows (if any) is run after it, no module is
 imported early, and an error here is printed and never raised into the program.
 """
@@ -67,6 +73,30 @@ def _record(source):
 _timings_written: list = []  # once written (at exit, or by the window's thread), not again
 
 
+class _Switch:
+    """nsync measure's one-command mode (NSYNC_AB): which version of the program runs the step in progress."""
+
+    def __init__(self, block):
+        self.block = block
+        self.done = 0  # optimizer steps ended
+        self.asked = False
+
+    def fixed(self):
+        self.asked = True
+        warmup = _window.warmup
+        if self.done < warmup:
+            return self.done % 2 == 1
+        return ((self.done - warmup) // self.block) % 4 in (1, 2)
+
+
+_switch = None  # set at the end when NSYNC_AB asks for it
+
+
+def fixed():
+    """What ``nsync.fixed()`` answers under ``nsync measure`` with one command (None: not in that mode)."""
+    return None if _switch is None else _switch.fixed()
+
+
 def _write_timings():
     timed = {k: v for k, v in _events.items() if len(v) >= 2}
     if not timed or _timings_written:
@@ -83,7 +113,10 @@ def _write_timings():
     began = {k: v for k, v in _window.began_at.items() if k in intervals}
     with open(path, "w") as handle:
         # nsync.calibration_run.RUN_SCHEMA, written as a literal: this file must not import nsync
-        json.dump({"schema": "nsync.calibration-run/1", "intervals_ns": intervals, "window_from": began}, handle)
+        timings = {"schema": "nsync.calibration-run/1", "intervals_ns": intervals, "window_from": began}
+        if _switch is not None:
+            timings["asked_fixed"] = _switch.asked
+        json.dump(timings, handle)
 
 
 _failed: set = set()
@@ -234,6 +267,8 @@ def _install_step_hooks(optimizer_module):
             nvtx.range_pop()
         if _CALIBRATE_DIR:
             _safely("time an optimizer step", _record, "marks")
+        if _switch is not None:
+            _switch.done += 1
         if _window.active and _safely("close the capture window", _window.after_step):
             _flush()
             raise SystemExit(0)
@@ -290,6 +325,11 @@ def _run_shadowed_sitecustomize():
         spec.loader.exec_module(module)
 
 
+_block = os.environ.get("NSYNC_AB", "")
+if _block.isdigit() and int(_block) > 0:
+    _switch = _Switch(int(_block))
+    # nsync.fixed() finds the switch here (as "sitecustomize" this module is shadowed by the program's own)
+    sys.modules["_nsync_switch"] = sys.modules[__name__]
 _installs = {"torch.optim.optimizer": _install_step_hooks}
 if _CALIBRATE_DIR:
     _installs["torch.cuda.nvtx"] = _time_ranges

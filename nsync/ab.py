@@ -1,0 +1,31 @@
+"""Which version of a program runs: as it is, or fixed. ``nsync measure`` given one command runs it once and
+switches between the two in alternating blocks of optimizer steps; the program asks :func:`fixed` where they
+differ, so that both versions run on the same process, the same data and the same warm host, and a change of a
+few percent is told in one run (separate runs of one program differ by 6-22 % on the H200).
+
+    >>> if nsync.fixed():
+    ...     acc_sum += (pred == y).sum()              # stays on the GPU
+    ... else:
+    ...     acc_sum += (pred == y).sum().item()       # the line nsync found
+
+This module imports nothing of nsync's, nor torch: a training script pays a dictionary look-up per call.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+ENV = "NSYNC_FIXED"  # outside nsync measure: 1 runs the fixed version throughout (default: as it is)
+SWITCH = "_nsync_switch"  # where nsync's sitecustomize (nsync/nsys/inject) puts itself under nsync measure
+
+
+def fixed() -> bool:
+    """Whether the step in progress runs the fixed version: under ``nsync measure SCRIPT`` as the measure
+    alternates them; elsewhere ``NSYNC_FIXED=1`` (fixed throughout) or not (as it is). Ask it every step,
+    where the two versions differ (not once before the loop)."""
+    switch = sys.modules.get(SWITCH)
+    answer = switch.fixed() if switch is not None else None
+    if answer is not None:
+        return bool(answer)
+    return os.environ.get(ENV, "0").strip() not in ("", "0")
