@@ -140,6 +140,16 @@ SuggestPatchOption = Annotated[
     ),
 ]
 
+SuggestSwitchOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--suggest-switch",
+        help="Write the same fixes as a diff that keeps both versions, each fix behind `if nsync.fixed():` and "
+        "the code as it is under `else:`, for `nsync measure SCRIPT` to time both.",
+        metavar="FILE",
+    ),
+]
+
 
 def _print_version(value: bool) -> None:
     if value:
@@ -229,6 +239,7 @@ def reported(command: Callable[..., None]) -> Callable[..., None]:
         "nsync analyze report.sqlite --step-range train_step --json -",
         "nsync analyze report.sqlite --fail-above 5   # CI: fail over 5 % of a step",
         "nsync analyze report.sqlite --suggest-patch fix.patch  # git apply fix.patch",
+        "nsync analyze report.sqlite --suggest-switch both.patch  # for nsync measure",
         "nsync analyze --from result.json --html r.html  # render a saved result",
     ),
 )
@@ -258,6 +269,7 @@ def analyze_command(
     markdown_path: MarkdownOption = None,
     source_dir: SourceDirOption = None,
     suggest_patch: SuggestPatchOption = None,
+    suggest_switch: SuggestSwitchOption = None,
     db_path: DbOption = None,
     fail_above: Annotated[
         float | None,
@@ -283,7 +295,7 @@ def analyze_command(
 
     TRACE is the nsys SQLite export (.sqlite or .sqlite.xz, from 'nsys export --type sqlite
     --include-blobs=true'), or an .nsys-rep when nsys is installed."""
-    outputs = Outputs(json=json_path, html=html_path, markdown=markdown_path, db=db_path, patch=suggest_patch)
+    outputs = Outputs(json_path, html_path, markdown_path, db_path, suggest_patch, suggest_switch)
     analysis: nsync.Analysis | None = None
     if saved is not None:  # render a saved result: no flag that needs a trace
         _refuse_with_from(TRACE=trace, **{"--step-range": step_range, "--step-kernel": step_kernel,
@@ -390,6 +402,7 @@ def profile_command(
     markdown_path: MarkdownOption = None,
     source_dir: SourceDirOption = None,
     suggest_patch: SuggestPatchOption = None,
+    suggest_switch: SuggestSwitchOption = None,
     db_path: DbOption = None,
     step_range: StepRangeOption = None,
     steps: Annotated[
@@ -503,7 +516,7 @@ def profile_command(
     )
     command = build_command(target or [], module, python)
     prepare_output(out_dir)
-    Outputs(json_path, html_path, markdown_path, db_path, suggest_patch).check()  # before the capture
+    Outputs(json_path, html_path, markdown_path, db_path, suggest_patch, suggest_switch).check()  # before the capture
     options = CaptureOptions(
         out_dir=out_dir,
         name=base_name or output_name(target or [], module),
@@ -537,7 +550,8 @@ def profile_command(
         calibration_runs=calibration_runs,
     )
     err.print(f"nsync: wrote {result.sqlite}" + (f" and {result.report}" if result.report else ""), markup=False)
-    outputs = Outputs(json_path, html_path or out_dir / f"{options.name}.html", markdown_path, db_path, suggest_patch)
+    html = html_path or out_dir / f"{options.name}.html"
+    outputs = Outputs(json_path, html, markdown_path, db_path, suggest_patch, suggest_switch)
     report = nsync.build_report(result.analysis)
     complete = _emit(report, top, outputs, source_dir, result.analysis, quiet=quiet, verbose=verbose)
     if result.interrupted:
@@ -852,11 +866,12 @@ class Outputs:
     markdown: Path | None = None
     db: Path | None = None
     patch: Path | None = None
+    switch: Path | None = None
 
     def files(self) -> list[tuple[str, Path]]:
         named = [("--json", None if self.json in (None, "-") else Path(str(self.json)))]
         named += [("--html", self.html), ("--markdown", self.markdown), ("--db", self.db)]
-        named += [("--suggest-patch", self.patch)]
+        named += [("--suggest-patch", self.patch), ("--suggest-switch", self.switch)]
         return [(flag, path) for flag, path in named if path is not None]
 
     def check(self, trace: Path | None = None) -> None:
@@ -898,6 +913,7 @@ def _emit(
 
 
 FORMAT_OF = {"--json": "json", "--html": "html", "--markdown": "markdown", "--db": "db", "--suggest-patch": "patch"}
+FORMAT_OF["--suggest-switch"] = "switch"
 
 
 def _finish(

@@ -3,7 +3,10 @@ same file name in the folders searched (the trace's folder, the working director
 
 from __future__ import annotations
 
+import ast
 import functools
+import io
+import tokenize
 from pathlib import Path
 
 MAX_SOURCE_BYTES = 5_000_000
@@ -60,3 +63,67 @@ def _text(path: str, mtime_ns: int, size: int) -> str | None:
         return Path(path).read_text(encoding="utf-8", errors="replace")
     except OSError:
         return None
+
+
+def statement_span(text: str, first: int, last: int) -> tuple[int, int, int] | None:
+    """The lines (first, last, 1-based) of the fewest neighbouring statements of one block that hold lines
+    ``first``-``last``, and their indentation; None when the file does not parse or no statement holds them.
+    A range inside one compound statement's body is looked for in that body."""
+    try:
+        body: list[ast.stmt] = ast.parse(text).body
+    except (SyntaxError, ValueError):
+        return None
+    while True:
+        touched = [s for s in body if _start(s) <= last and first <= (s.end_lineno or s.lineno)]
+        if not touched:
+            return None
+        if len(touched) == 1:
+            inner = next((b for b in _bodies(touched[0]) if b and _start(b[0]) <= first and last <= _end(b)), None)
+            if inner is not None:
+                body = inner
+                continue
+        return _start(touched[0]), _end(touched), touched[0].col_offset
+
+
+def _start(statement: ast.stmt) -> int:
+    decorators = getattr(statement, "decorator_list", None) or []
+    return min([statement.lineno, *(d.lineno for d in decorators)])
+
+
+def _end(body: list[ast.stmt]) -> int:
+    return body[-1].end_lineno or body[-1].lineno
+
+
+def _bodies(statement: ast.stmt) -> list[list[ast.stmt]]:
+    """The statement lists inside a compound statement (if/for/while/with/try/def/class/match)."""
+    bodies = [getattr(statement, name, None) for name in ("body", "orelse", "finalbody")]
+    bodies += [handler.body for handler in getattr(statement, "handlers", [])]
+    bodies += [case.body for case in getattr(statement, "cases", [])]
+    return [b for b in bodies if isinstance(b, list) and b and isinstance(b[0], ast.stmt)]
+
+
+def string_rows(text: str) -> set[int]:
+    """The 1-based lines that continue a string begun on an earlier line (their indentation is the string's)."""
+    rows: set[int] = set()
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type == tokenize.STRING or token.type == getattr(tokenize, "FSTRING_MIDDLE", -1):
+                rows.update(range(token.start[0] + 1, token.end[0] + 1))
+    except (tokenize.TokenError, SyntaxError):
+        return set(range(1, text.count("\n") + 2))  # unreadable: every line
+    return rows
+
+
+def first_statement_line(text: str) -> int:
+    """Where a module-level import may go: the first statement after the docstring and ``__future__`` imports
+    (1 in an empty file)."""
+    try:
+        body = ast.parse(text).body
+    except (SyntaxError, ValueError):
+        return 1
+    for statement in body:
+        docstring = isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant)
+        future = isinstance(statement, ast.ImportFrom) and statement.module == "__future__"
+        if not (docstring and statement is body[0]) and not future:
+            return _start(statement)
+    return _end(body) + 1 if body else 1

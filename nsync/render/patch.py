@@ -4,6 +4,10 @@
 The rewrites are the call sites' advice (nsync.stages.advice), applied to the files as they are here: each
 statement's lines replaced, each one-time set-up inserted before its line. Two rewrites that touch the same
 lines keep the better-ranked one; the other is said in the header.
+
+Switched (``--suggest-switch``): each rewrite is put behind ``if nsync.fixed():`` with the statements as they
+are under ``else:`` (the fewest whole statements of one block that hold its lines), and ``import nsync`` at the
+top, so that ``nsync measure SCRIPT`` times both versions in one process (nsync/ab.py).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from nsync.errors import UsageError
 from nsync.render.text import printable
 from nsync.report import as_any_report
 from nsync.report.analysis import Report
-from nsync.source import find_source, search_folders, source_lines
+from nsync.source import find_source, first_statement_line, search_folders, source_lines, statement_span, string_rows
 
 if TYPE_CHECKING:
     from nsync.analysis import Analysis
@@ -26,8 +30,11 @@ if TYPE_CHECKING:
     from nsync.report import AnyReport
 
 
-def render_patch(source: AnyReport | Analysis | Diff, source_dirs: list[Path] | None = None) -> str:
-    """The unified diff of every call site's rewrite, with a header that says what each change is for."""
+def render_patch(
+    source: AnyReport | Analysis | Diff, source_dirs: list[Path] | None = None, switched: bool = False
+) -> str:
+    """The unified diff of every call site's rewrite, with a header that says what each change is for;
+    ``switched``: each behind ``if nsync.fixed():``, the code as it is kept under ``else:``."""
     report = as_any_report(source)
     if not isinstance(report, Report):
         raise UsageError("only an analysis has rewrites to suggest: analyse one trace (nsync analyze)")
@@ -55,10 +62,12 @@ def render_patch(source: AnyReport | Analysis | Diff, source_dirs: list[Path] | 
         "nsync's suggested rewrites: read them before applying (git apply FILE, or patch -p1 < FILE).",
         f"From {Path(report.trace.path).name}; the call sites' ranks are those of the report.",
     ]
+    if switched:
+        header.append(SWITCHED_HEADER)
     diffs: list[str] = []
     for path, changes in by_file.items():
         lines = source_lines(str(path)) or []
-        changed, said = _apply(lines, changes)
+        changed, said = _switch(lines, changes) if switched else _apply(lines, changes)
         header += said
         name = _display(path, search)
         diffs += difflib.unified_diff(
@@ -88,6 +97,11 @@ def _apply(lines: list[str], changes: list[Change]) -> tuple[list[str], list[str
             continue
         edits += wanted
         said.append(f"{label}: {textwrap.shorten(why, 100)}")
+    return _edited(lines, edits), said
+
+
+def _edited(lines: list[str], edits: list[Edit]) -> list[str]:
+    """``lines`` with ``edits`` (which touch no lines in common) applied."""
     changed = list(lines)
     # from the end of the file, so that each edit's line numbers still hold; at one line, the replacement first,
     # then the set-ups before it, the better-ranked one last so that it ends up first
@@ -95,7 +109,66 @@ def _apply(lines: list[str], changes: list[Change]) -> tuple[list[str], list[str
     for k in order:
         first, last, new = edits[k]
         changed[first - 1 : max(last, first - 1)] = new
-    return changed, said
+    return changed
+
+
+SWITCHED_HEADER = (
+    "Each rewrite is behind `if nsync.fixed():`, the code as it is under `else:`: `nsync measure SCRIPT` times "
+    "both in one process; NSYNC_FIXED=1 runs the fix."
+)
+SWITCH = "if nsync.fixed():  # nsync's rewrite; the code as it is under else (nsync measure times both)"
+
+
+def _switch(lines: list[str], changes: list[Change]) -> tuple[list[str], list[str]]:
+    """As :func:`_apply`, each change's replacements put behind ``if nsync.fixed():`` with the statements
+    that hold them as they are under ``else:`` (its set-ups there too where they fall inside them; elsewhere
+    they stay as set-ups), and ``import nsync`` at the top of the file."""
+    text = "\n".join(lines) + "\n"
+    in_strings = string_rows(text)
+    blocks: list[Edit] = []
+    seen: list[Edit] = []
+    said = []
+    for label, why, wanted in changes:
+        wanted = [edit for edit in wanted if edit not in seen]  # two sites of one line: one rewrite
+        replaced = [edit for edit in wanted if edit[1] >= edit[0]]
+        mine = [edit for edit in wanted if edit[1] < edit[0]]
+        if any(max(first, last) > len(lines) for first, last, _ in wanted):
+            said.append(f"{label}: not applied, the file here is shorter than the traced one")
+            continue
+        if replaced:
+            span = statement_span(text, min(e[0] for e in replaced), max(e[1] for e in replaced))
+            if span is None:
+                said.append(f"{label}: not applied, its lines are not whole statements here")
+                continue
+            if any(row in in_strings for row in range(span[0], span[1] + 1)):
+                said.append(f"{label}: not applied, a string spans lines of its statements (indenting would change it)")
+                continue
+            first, last, column = span
+            inside = [edit for edit in mine if first < edit[0] <= last]
+            mine = [edit for edit in mine if edit not in inside]
+            shifted = [(a - first + 1, b - first + 1, new) for a, b, new in replaced + inside]
+            region = lines[first - 1 : last]
+            mine.append((first, last, _either(_edited(region, shifted), region, column)))
+        if any(_conflict(edit, other) for edit in mine for other in blocks):
+            said.append(f"{label}: not applied, it changes lines another rewrite does")
+            continue
+        blocks += mine
+        seen += wanted
+        said.append(f"{label}: {textwrap.shorten(why, 100)}")
+    if any(edit[1] >= edit[0] for edit in blocks) and "import nsync" not in lines:
+        blocks.append((first_statement_line(text), first_statement_line(text) - 1, ["import nsync"]))
+    return _edited(lines, blocks), said
+
+
+def _either(fixed: list[str], as_is: list[str], column: int) -> list[str]:
+    """``if nsync.fixed():`` the fixed lines, ``else:`` the lines as they are, at ``column``."""
+    indent = " " * column
+
+    def body(block: list[str]) -> list[str]:
+        indented = ["    " + line if line.strip() else line for line in block]
+        return indented if any(line.strip() for line in block) else [indent + "    pass"]
+
+    return [indent + SWITCH, *body(fixed), indent + "else:", *body(as_is)]
 
 
 def _conflict(edit: Edit, other: Edit) -> bool:

@@ -35,7 +35,8 @@ def write(
 ) -> Path:
     """Render ``source`` (an analysis, a diff, or any report) into ``path`` and return the path.
 
-    ``format``: json, markdown, html, db or patch (the rewrites as a unified diff); by default the one
+    ``format``: json, markdown, html, db, patch (the rewrites as a unified diff) or switch (the same, each
+    behind ``if nsync.fixed():`` for nsync measure); by default the one
     ``path``'s suffix names (.json, .md, .html, .db, .patch). ``top``: the call sites listed (Markdown 10, HTML
     50). ``source_dirs``: where the HTML and the patch look for the traced Python files. Raises UsageError for
     a format that cannot be told or does not fit ``source`` (the database needs the analysis itself),
@@ -57,12 +58,12 @@ def write(
         write_text(path, render_markdown(source, 10 if top is None else top))
     elif chosen == "html":
         write_text(path, _html(source, top, source_dirs))
-    elif chosen == "patch":
+    elif chosen in ("patch", "switch"):
         from nsync.render.patch import render_patch
 
-        write_text(path, render_patch(source, source_dirs))
+        write_text(path, render_patch(source, source_dirs, switched=chosen == "switch"))
     else:
-        raise UsageError(f"format {chosen!r}: expected one of json, markdown, html, db, patch")
+        raise UsageError(f"format {chosen!r}: expected one of json, markdown, html, db, patch, switch")
     return path
 
 

@@ -1,0 +1,162 @@
+"""`--suggest-switch`: the rewrites of `--suggest-patch`, each behind `if nsync.fixed():` with the code as it is
+under `else:`. Checked on the real captures and their programs: the switched file, with every
+`if nsync.fixed():` resolved to its first branch, is the plainly patched file statement for statement; resolved
+to its `else:`, the original (less the one-time set-ups, which stay outside the switch)."""
+
+from __future__ import annotations
+
+import ast
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from nsync.render.patch import SWITCH, _switch
+from nsync.source import first_statement_line, statement_span, string_rows
+
+ROOT = Path(__file__).resolve().parent.parent
+LAB = ROOT / "fixtures/h200"
+
+# (capture, program): the lab's scenarios, three reads read together, two real programs, two fresh ones
+CASES = [(LAB / f"cal/{name}_degraded.sqlite.xz", LAB / f"{name}.py") for name in ("w_print", "w_item", "w_mask",
+         "w_tuple", "w_list", "w_two", "w_param")]  # fmt: skip
+CASES += [(LAB / "reads/w_reads_degraded.sqlite.xz", LAB / "w_reads.py")]
+CASES += [(ROOT / f"fixtures/real/{name}.sqlite.xz", ROOT / f"fixtures/real/{name}.py") for name in
+          ("compiled_train", "timm_gradnorm")]  # fmt: skip
+CASES += [(ROOT / f"fixtures/fresh/{name}.sqlite.xz", ROOT / f"fixtures/fresh/{name}.py") for name in
+          ("pyg_collate", "hf_gpt2_perseq")]  # fmt: skip
+
+
+class _Resolve(ast.NodeTransformer):
+    """Every `if nsync.fixed(): A else: B` as A (``fixed``) or B; `import nsync` dropped."""
+
+    def __init__(self, fixed: bool) -> None:
+        self.fixed = fixed
+        self.switches = 0
+
+    def visit_If(self, node: ast.If) -> object:
+        test = node.test
+        if (
+            isinstance(test, ast.Call)
+            and isinstance(test.func, ast.Attribute)
+            and isinstance(test.func.value, ast.Name)
+            and (test.func.value.id, test.func.attr) == ("nsync", "fixed")
+        ):
+            self.switches += 1
+            chosen = node.body if self.fixed else node.orelse
+            return [self.visit(statement) for statement in chosen]
+        return self.generic_visit(node)
+
+    def visit_Import(self, node: ast.Import) -> object:
+        return None if [alias.name for alias in node.names] == ["nsync"] else node
+
+
+def _statements(tree: ast.AST) -> list[str]:
+    return [ast.dump(node) for node in ast.walk(tree) if isinstance(node, ast.stmt)]
+
+
+def _nsync(*args: object, cwd: Path) -> None:
+    subprocess.run([sys.executable, "-m", "nsync", *map(str, args)], cwd=cwd, check=True, capture_output=True)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("capture", "program"), CASES, ids=[program.stem for _, program in CASES])
+def test_each_switched_rewrite_is_the_plain_one_behind_nsync_fixed_and_the_code_as_it_is_behind_else(
+    capture: Path, program: Path, tmp_path: Path
+) -> None:
+    plain, switched = tmp_path / "plain", tmp_path / "switched"
+    for folder, flag in ((plain, "--suggest-patch"), (switched, "--suggest-switch")):
+        folder.mkdir()
+        shutil.copy(program, folder)
+        _nsync("analyze", capture, flag, folder / "fix.patch", "-q", cwd=folder)
+        subprocess.run(["git", "apply", "--check", "fix.patch"], cwd=folder, check=True)
+        subprocess.run(["patch", "-p1", "-s", "-i", "fix.patch"], cwd=folder, check=True)
+    text = (switched / program.name).read_text()
+    assert text.count("import nsync\n") == 1 and text.count(SWITCH) >= 1
+    as_fixed, as_is = _Resolve(True), _Resolve(False)
+    fixed_tree = as_fixed.visit(ast.parse(text))
+    original_tree = as_is.visit(ast.parse(text))
+    assert as_fixed.switches == as_is.switches == text.count(SWITCH)
+    assert ast.dump(fixed_tree) == ast.dump(ast.parse((plain / program.name).read_text()))
+    # as it is: the original, but for the set-ups the plain patch adds (they stay outside the switch)
+    original = _statements(ast.parse(program.read_text()))
+    setups = [s for s in _statements(ast.parse((plain / program.name).read_text())) if s not in original]
+    kept = _statements(original_tree)
+    assert [s for s in kept if s not in setups or s in original] == original
+    assert "Each rewrite is behind `if nsync.fixed():`" in (switched / "fix.patch").read_text()
+
+
+PROGRAM = '''\
+"""A program."""
+from __future__ import annotations
+import torch
+
+
+def step(x, log):
+    for i in range(3):
+        value = x.item()
+        log.append(value)
+    text = """two
+lines"""
+    return text
+'''
+
+
+def test_the_statements_that_hold_a_rewrite_are_found_in_their_own_block():
+    assert statement_span(PROGRAM, 8, 8) == (8, 8, 8)  # inside the for: that statement alone
+    assert statement_span(PROGRAM, 8, 9) == (8, 9, 8)
+    assert statement_span(PROGRAM, 7, 8) == (7, 9, 4)  # the for's own line: the whole for
+    assert statement_span(PROGRAM, 9, 10) == (7, 11, 4)  # two blocks: the statements of the outer one
+    assert statement_span(PROGRAM, 40, 40) is None and statement_span("def (", 1, 1) is None
+    assert string_rows(PROGRAM) == {11}
+    assert first_statement_line(PROGRAM) == 3 and first_statement_line("") == 1
+
+
+def test_a_switch_keeps_its_block_s_indentation_and_refuses_lines_inside_a_string():
+    lines = PROGRAM.splitlines()
+    rewrite = ("#1 read", "why", [(8, 9, ["        log.append(x.detach())"])])
+    changed, said = _switch(lines, [rewrite])
+    assert changed[2:4] == ["import nsync", "import torch"]
+    assert changed[8:15] == [
+        "        " + SWITCH,
+        "            log.append(x.detach())",
+        "        else:",
+        "            value = x.item()",
+        "            log.append(value)",
+        '    text = """two',
+        'lines"""',
+    ]
+    ast.parse("\n".join(changed))
+    assert said == ["#1 read: why"]
+    deleted = ("#2 gone", "why", [(8, 8, [])])
+    changed, _ = _switch(lines, [deleted])
+    assert changed[8:12] == ["        " + SWITCH, "            pass", "        else:", "            value = x.item()"]
+    inside = ("#3 text", "why", [(10, 11, ['    text = "two lines"'])])
+    changed, said = _switch(lines, [inside])
+    assert changed == lines and said == [
+        "#3 text: not applied, a string spans lines of its statements (indenting would change it)"
+    ]
+
+
+def test_a_set_up_stays_outside_the_switch_and_a_file_that_imports_nsync_is_not_given_it_twice():
+    lines = textwrap.dedent(
+        """\
+        import nsync
+        for x in xs:
+            total += x.item()
+        """
+    ).splitlines()
+    fix = ("#1", "why", [(3, 3, ["    total += x.detach()"]), (2, 1, ["total = 0"])])
+    changed, _ = _switch(lines, [fix])
+    assert changed == [
+        "import nsync",
+        "total = 0",
+        "for x in xs:",
+        "    " + SWITCH,
+        "        total += x.detach()",
+        "    else:",
+        "        total += x.item()",
+    ]
