@@ -123,9 +123,9 @@ def measure_switched(
     versions alternating in blocks of ``block_steps`` optimizer steps (A B B A...) over ``window``'s steps
     (default: 200 after 10 of warm-up, during which they alternate step by step), each run's change told from
     its pairs of blocks and the change from the runs' (nsync.report.measurement.switched_change). Raises
-    UsageError when it cannot start, CannotJudge when its first run timed no optimizer steps or never asked
-    ``nsync.fixed()``, or when the runs timed fewer than two pairs of blocks. A Ctrl-C after the first run ends
-    the runs there (``interrupted``).
+    UsageError when it cannot start, CannotJudge when its first run timed no optimizer steps, never asked
+    ``nsync.fixed()`` or timed fewer than two pairs of blocks (later runs that do are left out, and said). A
+    Ctrl-C after the first run ends the runs there (``interrupted``).
 
         >>> m = nsync.measure_switched(["python3", "train.py"], say=print)   # train.py asks nsync.fixed()
         >>> m.verdict, m.change.pct, (m.change.low_pct, m.change.high_pct)
@@ -135,6 +135,7 @@ def measure_switched(
     tell = say or (lambda _m: None)
     window = window or CaptureWindow(steps=SWITCHED_STEPS)
     timed: list[tuple[list[np.ndarray], list[np.ndarray]]] = []  # per run: A's blocks, B's blocks
+    medians: list[tuple[list[float], list[float]]] = []  # per run: those blocks' median steps
     notes: list[str] = []
     interrupted = False
     began = time.monotonic()
@@ -170,7 +171,8 @@ def measure_switched(
                 tell(f"run {k} of {runs}: {too_few}{left}")
                 continue
             timed.append((a_blocks, b_blocks))
-            ratio = np.exp(np.mean(np.log([np.median(b) / np.median(a) for a, b in zip(a_blocks, b_blocks)])))
+            medians.append(([float(np.median(a)) for a in a_blocks], [float(np.median(b)) for b in b_blocks]))
+            ratio = np.exp(np.mean(np.log(medians[-1][1]) - np.log(medians[-1][0])))
             tell(
                 f"run {k} of {runs}: {_pairs(len(a_blocks), block_steps)}, B {100 * (ratio - 1):+.1f} % "
                 f"in {run.wall_s:.0f} s{left}"
@@ -188,10 +190,6 @@ def measure_switched(
             [block for run in timed for block in run[side]],
         )
         for side, label in enumerate(LABELS)
-    ]
-    medians = [
-        ([float(np.median(a)) for a in a_blocks], [float(np.median(b)) for b in b_blocks])
-        for a_blocks, b_blocks in timed
     ]
     change, verdict = switched_change(medians, block_steps, threshold_pct)
     return Measurement(
