@@ -32,7 +32,8 @@ class CalibrationRun:
     window: WindowOutcome | None
     exit_code: int
     wall_s: float
-    asked_fixed: bool = False  # (nsync measure, one command) the program asked nsync.fixed()
+    fixed_last_asked: int | None = None  # (nsync measure, one command) optimizer steps ended when the program
+    # last asked nsync.fixed(); None: it never asked
 
     @property
     def failed(self) -> bool:
@@ -85,7 +86,7 @@ def timed_run(
         wall_s = time.monotonic() - began
         runs = [_read_run(path) for path in sorted(Path(scratch).glob("calibration-*.json"))]
         seen = outcome(Path(scratch)) if window is not None else None
-    asked = any(run[2] for run in runs)
+    asked = max((run[2] for run in runs if run[2] is not None), default=None)
     timed = [run for run in runs if run[0]]
     if not timed:
         return CalibrationRun(None, seen, code, wall_s, asked)
@@ -95,22 +96,23 @@ def timed_run(
     return CalibrationRun(calibration, seen, code, wall_s, asked)
 
 
-def _read_run(path: Path) -> tuple[dict[str, np.ndarray], dict[str, int], bool]:
-    """One process's timings, where its window began in each (empty when unreadable), and whether it asked
-    ``nsync.fixed()``."""
+def _read_run(path: Path) -> tuple[dict[str, np.ndarray], dict[str, int], int | None]:
+    """One process's timings, where its window began in each (empty when unreadable), and the optimizer steps
+    ended when it last asked ``nsync.fixed()`` (None: never)."""
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError):
-        return {}, {}, False
+        return {}, {}, None
     if not isinstance(data, dict) or data.get("schema") != RUN_SCHEMA:
-        return {}, {}, False
+        return {}, {}, None
     began = data.get("window_from")
     window_from = (
         {k: v for k, v in began.items() if isinstance(k, str) and isinstance(v, int) and v >= 0}
         if isinstance(began, dict)
         else {}
     )
-    return intervals_of(data.get("intervals_ns"), path), window_from, data.get("asked_fixed") is True
+    asked = data.get("fixed_last_asked")
+    return intervals_of(data.get("intervals_ns"), path), window_from, asked if isinstance(asked, int) else None
 
 
 @contextmanager

@@ -154,9 +154,11 @@ def measure_switched(
             if run.failed:
                 notes.append(f"run {k} exited with code {run.exit_code}")
             steps = run.calibration.of_window().intervals_ns.get("marks") if run.calibration else None
-            if not run.asked_fixed or steps is None:
+            asked_late = run.fixed_last_asked is not None and run.fixed_last_asked >= window.warmup_steps
+            if not asked_late or steps is None:
                 if k == 1:
-                    raise CannotJudge("nsync measure cannot compare the versions", _not_switched(run, steps is None))
+                    reason = _not_switched(run, steps is None, window.warmup_steps)
+                    raise CannotJudge("nsync measure cannot compare the versions", reason)
                 tell(f"run {k} of {runs}: no blocks timed")
                 continue
             a_blocks, b_blocks = split_blocks(steps / 1e6, block_steps)
@@ -225,16 +227,25 @@ def _pairs(count: int, block_steps: int) -> str:
     return f"{count} pair{'s' if count != 1 else ''} of blocks of {block_steps} optimizer steps"
 
 
-def _not_switched(run: CalibrationRun, timed_nothing: bool) -> str:
+def _not_switched(run: CalibrationRun, timed_nothing: bool, warmup_steps: int) -> str:
     ended = f" (it exited with code {run.exit_code})" if run.failed else ""
     if timed_nothing:
         return (
             f"its first run timed no optimizer steps{ended}: with one command, nsync measure alternates the "
             "program's two versions in blocks of optimizer steps"
         )
+    if run.fixed_last_asked is None:
+        asked = "never asked nsync.fixed()"
+    elif run.fixed_last_asked == 0:
+        asked = "asked nsync.fixed() only before its first optimizer step"
+    else:
+        asked = (
+            f"asked nsync.fixed() last after optimizer step {run.fixed_last_asked}, before the timed steps "
+            f"(the first {warmup_steps} warm up)"
+        )
     return (
-        f"its first run never asked nsync.fixed(){ended}: with one command, the program holds both versions "
-        "and asks `if nsync.fixed():` at each step where they differ (or give two commands: A B)"
+        f"its first run {asked}{ended}: with one command, the program holds both versions and asks "
+        "`if nsync.fixed():` at each step where they differ (or give two commands: A B)"
     )
 
 

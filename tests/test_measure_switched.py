@@ -161,13 +161,23 @@ def test_unclear_says_what_would_tell_and_it_does(tmp_path: Path, flag: str, run
 
 @pytest.mark.slow
 def test_what_one_command_cannot_measure_is_said_in_one_line_after_its_first_run(tmp_path: Path):
-    """A program that never asks nsync.fixed(), one that ends before two pairs of blocks, and flags that are
-    for the other form."""
+    """A program that never asks nsync.fixed(), one that asks once before its loop, one that stops asking
+    before the timed steps, one that ends before two pairs of blocks, and flags that are for the other form."""
     never = _measure(tmp_path, "plain.py 10 10 300 before 0 0")
     assert_one_line_error(never, 1, "its first run never asked nsync.fixed()")
+    (tmp_path / "once.py").write_text(
+        PROGRAM.replace("for i in range(steps):", "once = nsync.fixed()\nfor i in range(steps):").replace(
+            "nsync.fixed())", "once)"
+        )
+    )
+    once = _measure(tmp_path, "once.py 10 9 300 before 0 0")  # asked once, before the loop
+    assert_one_line_error(once, 1, "its first run asked nsync.fixed() only before its first optimizer step")
+    (tmp_path / "early.py").write_text(PROGRAM.replace("nsync.fixed())", "nsync.fixed() if i < 5 else False)"))
+    early = _measure(tmp_path, "early.py 10 9 300 before 0 0")
+    assert_one_line_error(early, 1, "asked nsync.fixed() last after optimizer step 4, before the timed steps")
     short = _measure(tmp_path, "train.py 10 9 40 before 0 0")  # 10 of warm-up, then 30: one pair of 10
     assert_one_line_error(short, 1, "its first run timed 1 pair of blocks of 10 optimizer steps; it takes two")
-    assert int((tmp_path / "runs").read_text()) == 2  # the two programs' first runs only
+    assert int((tmp_path / "runs").read_text()) == 4  # the four programs' first runs only
     both = _measure(tmp_path, "--block-steps", "5", "a.py", "b.py")
     assert_one_line_error(both, 2, "--block-steps is for one command")
     assert_one_line_error(_measure(tmp_path, "--runs", "1", "a.py", "b.py"), 2, "--runs 1 cannot tell")

@@ -24,8 +24,8 @@ times, unprofiled, with where the window began in each.
 ``nsync measure`` given one command (``NSYNC_AB=B``, B steps a block) runs the program's two versions in one
 process: ``nsync.fixed()`` (nsync/ab.py) asks :func:`fixed` here which one the step in progress runs. During
 the window's warm-up they alternate step by step (both warm up); from the window on, in blocks of B optimizer
-steps, A B B A A B B A... (a drift of the host moves both alike). Whether the program asked is written with
-the timings.
+steps, A B B A A B B A... (a drift of the host moves both alike). The optimizer steps ended when the program
+last asked are written with the timings (none: it never asked).
 
 Nothing else changes: the ``sitecustomize`` this one shadows (if any) is run after it, no module is
 imported early, and an error here is printed and never raised into the program.
@@ -79,10 +79,10 @@ class _Switch:
     def __init__(self, block):
         self.block = block
         self.done = 0  # optimizer steps ended
-        self.asked = False
+        self.last_asked = None  # optimizer steps ended when the program last asked
 
     def fixed(self):
-        self.asked = True
+        self.last_asked = self.done
         warmup = _window.warmup
         if self.done < warmup:
             return self.done % 2 == 1
@@ -115,7 +115,7 @@ def _write_timings():
         # nsync.calibration_run.RUN_SCHEMA, written as a literal: this file must not import nsync
         timings = {"schema": "nsync.calibration-run/1", "intervals_ns": intervals, "window_from": began}
         if _switch is not None:
-            timings["asked_fixed"] = _switch.asked
+            timings["fixed_last_asked"] = _switch.last_asked
         json.dump(timings, handle)
 
 
