@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# On an H200 machine: the loop end to end (fixtures/h200/switched/e2e-*): for each fresh program NAME, the
+# On an H200 machine (written 2026-12-03 and not yet run there: that session's device time ran out): the
+# loop end to end (fixtures/h200/switched/e2e-*): for each fresh program NAME, the
 # switched patch nsync writes from its capture (nsync analyze fixtures/fresh/NAME.sqlite.xz --suggest-switch),
 # applied to a copy of the program, then `nsync measure "NAME.py degraded 1000"` (five runs, defaults), its
 # JSON into $OUT/e2e-NAME.json. No measure starts after $NSYNC_DEADLINE (epoch seconds).
