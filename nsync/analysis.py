@@ -102,8 +102,8 @@ class Verdict:
         likely = f"likely {self.low_ns / 1e6:.2f}-{self.high_ns / 1e6:.2f} ms"
         figure = f"{self.largest_saving_ns / 1e6:.2f} ms per step ({share}; {likely})"
         measure = (
-            f", near the {100 * self.threshold_share:g} % worth fixing: measure it (the fix behind "
-            "`if nsync.fixed():`, as --suggest-switch writes it, then nsync measure the program)"
+            f", near the {100 * self.threshold_share:g} % worth fixing: measure it (put the fix behind "
+            "`if nsync.fixed():`, as --suggest-switch does nsync's rewrites, and nsync measure the program)"
         )
         beside = f"; {self.beyond_reach}" if self.beyond_reach else ""
         if self.together:
