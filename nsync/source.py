@@ -68,21 +68,30 @@ def _text(path: str, mtime_ns: int, size: int) -> str | None:
 def statement_span(text: str, first: int, last: int) -> tuple[int, int, int] | None:
     """The lines (first, last, 1-based) of the fewest neighbouring statements of one block that hold lines
     ``first``-``last``, and their indentation; None when the file does not parse or no statement holds them.
-    A range inside one compound statement's body is looked for in that body."""
+    A range inside one compound statement's body (on lines of its own) is looked for in that body; an ``elif``
+    clause is no statement of its own."""
     try:
         body: list[ast.stmt] = ast.parse(text).body
     except (SyntaxError, ValueError):
         return None
+    lines = text.splitlines()
     while True:
         touched = [s for s in body if _start(s) <= last and first <= (s.end_lineno or s.lineno)]
         if not touched:
             return None
         if len(touched) == 1:
-            inner = next((b for b in _bodies(touched[0]) if b and _start(b[0]) <= first and last <= _end(b)), None)
+            header = touched[0].lineno
+            inner = next(
+                (b for b in _bodies(touched[0]) if _start(b[0]) > header and _start(b[0]) <= first and last <= _end(b)),
+                None,
+            )
             if inner is not None:
                 body = inner
                 continue
-        return _start(touched[0]), _end(touched), touched[0].col_offset
+        begin = _start(touched[0])
+        if lines[begin - 1].lstrip().startswith("elif"):
+            return None
+        return begin, _end(touched), touched[0].col_offset
 
 
 def _start(statement: ast.stmt) -> int:

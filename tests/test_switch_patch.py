@@ -112,6 +112,10 @@ def test_the_statements_that_hold_a_rewrite_are_found_in_their_own_block():
     assert statement_span(PROGRAM, 9, 10) == (7, 11, 4)  # two blocks: the statements of the outer one
     assert statement_span(PROGRAM, 40, 40) is None and statement_span("def (", 1, 1) is None
     assert string_rows(PROGRAM) == {11}
+    one_line = "for x in xs: total += x.item()\nif a:\n    b = 1\nelif c:\n    d = e.item()\n"
+    assert statement_span(one_line, 1, 1) == (1, 1, 0)  # a body on its header's line: the whole statement
+    assert statement_span(one_line, 5, 5) == (5, 5, 4)  # inside an elif's body
+    assert statement_span(one_line, 4, 5) is None  # the elif clause itself
     assert first_statement_line(PROGRAM) == 3 and first_statement_line("") == 1
 
 
