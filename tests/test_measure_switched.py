@@ -16,6 +16,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from nsync.measuring import split_blocks
 from nsync.report.measurement import switched_change
@@ -390,3 +392,30 @@ def test_a_ctrl_c_after_a_run_still_says_what_the_runs_before_it_tell(tmp_path: 
     early = _measure(tmp_path, "stop.py 1 10 9 100 after 0 0")
     assert early.returncode == 130 and early.stdout == ""
     assert early.stderr.splitlines()[-1] == "nsync: interrupted"
+
+
+pair_ms = st.tuples(st.floats(1.0, 100.0), st.floats(1.0, 100.0))
+switched_runs = st.lists(st.lists(pair_ms, min_size=2, max_size=8), min_size=1, max_size=6)
+
+
+@settings(max_examples=200, deadline=None)
+@given(switched_runs, st.floats(0.01, 100.0))
+def test_the_switched_change_mirrors_when_the_versions_swap_and_ignores_the_unit(runs: list, k: float):
+    as_runs = [([a for a, _ in run], [b for _, b in run]) for run in runs]
+    forward, verdict = switched_change(as_runs, 10)
+    backward, _ = switched_change([(b, a) for a, b in as_runs], 10)
+    assume(min(forward.low_pct, backward.low_pct) > -99)
+    rounding = 0.005 / (100 + forward.pct) + 0.005 / (100 + backward.pct)
+    assert math.log1p(forward.pct / 100) == pytest.approx(-math.log1p(backward.pct / 100), abs=rounding + 1e-9)
+    scaled, _ = switched_change([([k * v for v in a], [k * v for v in b]) for a, b in as_runs], 10)
+    assert scaled.pct == pytest.approx(forward.pct, abs=0.02)
+    assert forward.low_pct <= forward.pct <= forward.high_pct
+    assert len(forward.run_pct or []) == len(runs)
+    if verdict == "faster":
+        assert forward.high_pct < 0
+    elif verdict == "slower":
+        assert forward.low_pct > 0
+    elif verdict == "same":
+        assert forward.low_pct > -5 and forward.high_pct < 5
+    told = [forward.runs_to_tell, forward.steps_to_tell]
+    assert (verdict == "unclear" or told == [None, None]) and (len(runs) > 1 or forward.runs_to_tell is None)
