@@ -164,3 +164,11 @@ def test_a_set_up_stays_outside_the_switch_and_a_file_that_imports_nsync_is_not_
         "    else:",
         "        total += x.item()",
     ]
+
+
+def test_a_file_indented_with_tabs_is_switched_with_tabs():
+    lines = ["def step(x, log):", "\tfor i in range(3):", "\t\tlog.append(x.item())"]
+    fix = ("#1", "why", [(3, 3, ["\t\tlog.append(x.detach())"])])
+    changed, _ = _switch(lines, [fix])
+    assert changed[3:] == ["\t\t" + SWITCH, "\t\t\tlog.append(x.detach())", "\t\telse:", "\t\t\tlog.append(x.item())"]
+    compile("\n".join(changed), "tabs.py", "exec")  # (a mix of tabs and spaces would raise TabError)

@@ -148,7 +148,7 @@ def _switch(lines: list[str], changes: list[Change]) -> tuple[list[str], list[st
             mine = [edit for edit in mine if edit not in inside]
             shifted = [(a - first + 1, b - first + 1, new) for a, b, new in replaced + inside]
             region = lines[first - 1 : last]
-            mine.append((first, last, _either(_edited(region, shifted), region, column)))
+            mine.append((first, last, _either(_edited(region, shifted), region, region[0][:column])))
         if any(_conflict(edit, other) for edit in mine for other in blocks):
             said.append(f"{label}: not applied, it changes lines another rewrite does")
             continue
@@ -160,13 +160,14 @@ def _switch(lines: list[str], changes: list[Change]) -> tuple[list[str], list[st
     return _edited(lines, blocks), said
 
 
-def _either(fixed: list[str], as_is: list[str], column: int) -> list[str]:
-    """``if nsync.fixed():`` the fixed lines, ``else:`` the lines as they are, at ``column``."""
-    indent = " " * column
+def _either(fixed: list[str], as_is: list[str], indent: str) -> list[str]:
+    """``if nsync.fixed():`` the fixed lines, ``else:`` the lines as they are, at ``indent`` (the first line's
+    own: a file indented with tabs gets a tab more, any other four spaces)."""
+    unit = "\t" if "\t" in indent else "    "
 
     def body(block: list[str]) -> list[str]:
-        indented = ["    " + line if line.strip() else line for line in block]
-        return indented if any(line.strip() for line in block) else [indent + "    pass"]
+        indented = [unit + line if line.strip() else line for line in block]
+        return indented if any(line.strip() for line in block) else [indent + unit + "pass"]
 
     return [indent + SWITCH, *body(fixed), indent + "else:", *body(as_is)]
 
