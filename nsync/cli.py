@@ -554,6 +554,9 @@ def profile_command(
     outputs = Outputs(json_path, html, markdown_path, db_path, suggest_patch, suggest_switch)
     report = nsync.build_report(result.analysis)
     complete = _emit(report, top, outputs, source_dir, result.analysis, quiet=quiet, verbose=verbose)
+    if report.verdict is not None and report.verdict.measure and not quiet:
+        words = ["-m", module, *(target or [])] if module else list(target or [])
+        err.print(f"nsync: {printable(_to_settle(report, words, result.sqlite, suggest_switch, python))}", markup=False)
     if result.interrupted:
         raise Interrupted
     if result.exit_code:  # the program's own exit code comes first
@@ -561,6 +564,20 @@ def profile_command(
         raise typer.Exit(result.exit_code)
     if not complete:
         raise typer.Exit(1)
+
+
+def _to_settle(report: nsync.Report, words: list[str], sqlite: Path, switch: Path | None, python: str | None) -> str:
+    """After a "measure it" verdict: the commands that settle it, with the program's own command line."""
+    import shlex
+
+    measure = "nsync measure " + (f"--python {shlex.quote(python)} " if python else "") + shlex.quote(shlex.join(words))
+    written = any(site.advice is not None and site.advice.rewrite for site in report.callsites) or report.read_together
+    if not written:
+        return f"to settle it, put the fix behind `if nsync.fixed():` in the program, then: {measure}"
+    if switch is None:
+        analyze = f"nsync analyze {shlex.quote(str(sqlite))} --suggest-switch both.patch"
+        return f"to settle it: {analyze} && git apply both.patch && {measure}"
+    return f"to settle it: git apply {shlex.quote(str(switch))} && {measure}"
 
 
 def _capture_window(

@@ -172,3 +172,40 @@ def test_a_file_indented_with_tabs_is_switched_with_tabs():
     changed, _ = _switch(lines, [fix])
     assert changed[3:] == ["\t\t" + SWITCH, "\t\t\tlog.append(x.detach())", "\t\telse:", "\t\t\tlog.append(x.item())"]
     compile("\n".join(changed), "tabs.py", "exec")  # (a mix of tabs and spaces would raise TabError)
+
+
+@pytest.mark.slow
+def test_after_a_measure_it_verdict_nsync_profile_says_the_commands_that_settle_it():
+    """The fresh captures whose verdict is "measure it": with a rewrite nsync writes (hf_gpt2_perseq), the
+    switched patch, applied, then nsync measure of the program's own command line, quoted as a shell would
+    need it; without one (hf_tok_tqdm), the switch is the user's to write."""
+    import shlex
+
+    import nsync
+    from nsync.calibration import read_calibration
+    from nsync.cli import _to_settle
+
+    fresh = ROOT / "fixtures/fresh"
+
+    def calibrated(name: str) -> nsync.Report:  # as nsync analyze reads it: with the calibration beside it
+        calibration = read_calibration(fresh / f"{name}.calibration.json")
+        return nsync.build_report(
+            nsync.analyze(fresh / f"{name}.sqlite.xz", calibration=calibration, source_dirs=[fresh])
+        )
+
+    written = calibrated("hf_gpt2_perseq")
+    assert written.verdict is not None and written.verdict.measure
+    words = ["train.py", "--name", "it's mine"]
+    said = _to_settle(written, words, Path("out/run.sqlite"), None, None)
+    assert said == (
+        "to settle it: nsync analyze out/run.sqlite --suggest-switch both.patch && git apply both.patch && "
+        "nsync measure " + shlex.quote("train.py --name 'it'\"'\"'s mine'")
+    )
+    assert shlex.split(shlex.split(said.rpartition("nsync measure ")[2])[0]) == words  # the shell gives them back
+    again = _to_settle(written, ["-m", "pkg.train"], Path("r.sqlite"), Path("fix.patch"), "/opt/py")
+    assert again == "to settle it: git apply fix.patch && nsync measure --python /opt/py '-m pkg.train'"
+    unwritten = calibrated("hf_tok_tqdm")
+    assert unwritten.verdict is not None and unwritten.verdict.measure
+    assert _to_settle(unwritten, ["t.py"], Path("r.sqlite"), None, None) == (
+        "to settle it, put the fix behind `if nsync.fixed():` in the program, then: nsync measure t.py"
+    )
