@@ -556,7 +556,8 @@ def profile_command(
     complete = _emit(report, top, outputs, source_dir, result.analysis, quiet=quiet, verbose=verbose)
     if report.verdict is not None and report.verdict.measure and not quiet:
         words = ["-m", module, *(target or [])] if module else list(target or [])
-        err.print(f"nsync: {printable(_to_settle(report, words, result.sqlite, suggest_switch, python))}", markup=False)
+        settle = _to_settle(report, words, result.sqlite, suggest_switch, python, source_dir)
+        err.print(f"nsync: {printable(settle)}", markup=False)
     if result.interrupted:
         raise Interrupted
     if result.exit_code:  # the program's own exit code comes first
@@ -566,13 +567,22 @@ def profile_command(
         raise typer.Exit(1)
 
 
-def _to_settle(report: nsync.Report, words: list[str], sqlite: Path, switch: Path | None, python: str | None) -> str:
-    """After a "measure it" verdict: the commands that settle it, with the program's own command line."""
+def _to_settle(
+    report: nsync.Report,
+    words: list[str],
+    sqlite: Path,
+    switch: Path | None,
+    python: str | None,
+    source_dirs: list[Path] | None = None,
+) -> str:
+    """After a "measure it" verdict: the commands that settle it, with the program's own command line; the
+    switched patch where it would hold a switch (the patch renderer tells: the files found, their lines fit)."""
     import shlex
 
+    from nsync.render.patch import SWITCH, render_patch
+
     measure = "nsync measure " + (f"--python {shlex.quote(python)} " if python else "") + shlex.quote(shlex.join(words))
-    written = any(site.advice is not None and site.advice.rewrite for site in report.callsites) or report.read_together
-    if not written:
+    if SWITCH not in render_patch(report, source_dirs, switched=True):
         return f"to settle it, put the fix behind `if nsync.fixed():` in the program, then: {measure}"
     if switch is None:
         analyze = f"nsync analyze {shlex.quote(str(sqlite))} --suggest-switch both.patch"
@@ -818,7 +828,7 @@ def measure_command(
     import shlex
 
     from nsync import gates
-    from nsync.measuring import SWITCHED_STEPS, measure, measure_switched
+    from nsync.measuring import BLOCK_STEPS, RUNS, SWITCHED_STEPS, measure, measure_switched
     from nsync.profiling import build_command
     from nsync.render.measurement import measurement_json, measurement_markdown, measurement_text
 
@@ -847,9 +857,11 @@ def measure_command(
         err.print(f"nsync: {printable(message)}", markup=False)
 
     if candidate is None:
-        result = measure_switched(commands[0], runs or 5, block_steps or 10, window, say=say, cpus=parse_cpus(cpus))
+        result = measure_switched(
+            commands[0], runs or RUNS, block_steps or BLOCK_STEPS, window, say=say, cpus=parse_cpus(cpus)
+        )
     else:
-        result = measure(commands[0], commands[1], runs or 5, window, say=say, cpus=parse_cpus(cpus))
+        result = measure(commands[0], commands[1], runs or RUNS, window, say=say, cpus=parse_cpus(cpus))
     for flag, path in files:
         path.write_text(measurement_json(result) if flag == "--json" else measurement_markdown(result))
         err.print(f"nsync: wrote {path}", markup=False)
@@ -929,8 +941,14 @@ def _emit(
     return complete
 
 
-FORMAT_OF = {"--json": "json", "--html": "html", "--markdown": "markdown", "--db": "db", "--suggest-patch": "patch"}
-FORMAT_OF["--suggest-switch"] = "switch"
+FORMAT_OF = {
+    "--json": "json",
+    "--html": "html",
+    "--markdown": "markdown",
+    "--db": "db",
+    "--suggest-patch": "patch",
+    "--suggest-switch": "switch",
+}
 
 
 def _finish(

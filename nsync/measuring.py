@@ -29,6 +29,9 @@ from nsync.report.measurement import (
 
 Say = Callable[[str], None]
 LABELS = ("A", "B")
+RUNS = 5  # runs of each command (one command: of it), by default
+BLOCK_STEPS = 10  # one command: optimizer steps in a block of one version, by default
+SWITCHED_STEPS = 200  # one command's default timed steps: ten pairs of blocks of 10
 STDERR = 2  # the programs' output goes to stderr: stdout carries the result (--json -) alone
 
 
@@ -44,7 +47,7 @@ def run_order(runs: int) -> list[str]:
 def measure(
     baseline: Sequence[str],
     candidate: Sequence[str],
-    runs: int = 5,
+    runs: int = RUNS,
     window: CaptureWindow | None = None,
     say: Say | None = None,
     cpus: frozenset[int] | None = None,
@@ -112,8 +115,8 @@ def measure(
 
 def measure_switched(
     command: Sequence[str],
-    runs: int = 5,
-    block_steps: int = 10,
+    runs: int = RUNS,
+    block_steps: int = BLOCK_STEPS,
     window: CaptureWindow | None = None,
     say: Say | None = None,
     cpus: frozenset[int] | None = None,
@@ -207,9 +210,6 @@ def measure_switched(
         interrupted=interrupted,
         block_steps=block_steps,
     )
-
-
-SWITCHED_STEPS = 200  # one command's default timed steps: ten pairs of blocks of 10
 
 
 def split_blocks(steps_ms: np.ndarray, block_steps: int) -> tuple[list[np.ndarray], list[np.ndarray]]:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from nsync.render.patch import SWITCH, _switch
+from nsync.render.patch import SWITCH, _apply
 from nsync.source import first_statement_line, statement_span, string_rows
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -122,7 +122,7 @@ def test_the_statements_that_hold_a_rewrite_are_found_in_their_own_block():
 def test_a_switch_keeps_its_block_s_indentation_and_refuses_lines_inside_a_string():
     lines = PROGRAM.splitlines()
     rewrite = ("#1 read", "why", [(8, 9, ["        log.append(x.detach())"])])
-    changed, said = _switch(lines, [rewrite])
+    changed, said = _apply(lines, [rewrite], switched=True)
     assert changed[2:4] == ["import nsync", "import torch"]
     assert changed[8:15] == [
         "        " + SWITCH,
@@ -136,10 +136,10 @@ def test_a_switch_keeps_its_block_s_indentation_and_refuses_lines_inside_a_strin
     ast.parse("\n".join(changed))
     assert said == ["#1 read: why"]
     deleted = ("#2 gone", "why", [(8, 8, [])])
-    changed, _ = _switch(lines, [deleted])
+    changed, _ = _apply(lines, [deleted], switched=True)
     assert changed[8:12] == ["        " + SWITCH, "            pass", "        else:", "            value = x.item()"]
     inside = ("#3 text", "why", [(10, 11, ['    text = "two lines"'])])
-    changed, said = _switch(lines, [inside])
+    changed, said = _apply(lines, [inside], switched=True)
     assert changed == lines and said == [
         "#3 text: not applied, a string spans lines of its statements (indenting would change it)"
     ]
@@ -154,7 +154,7 @@ def test_a_set_up_stays_outside_the_switch_and_a_file_that_imports_nsync_is_not_
         """
     ).splitlines()
     fix = ("#1", "why", [(3, 3, ["    total += x.detach()"]), (2, 1, ["total = 0"])])
-    changed, _ = _switch(lines, [fix])
+    changed, _ = _apply(lines, [fix], switched=True)
     assert changed == [
         "import nsync",
         "total = 0",
@@ -169,7 +169,7 @@ def test_a_set_up_stays_outside_the_switch_and_a_file_that_imports_nsync_is_not_
 def test_a_file_indented_with_tabs_is_switched_with_tabs():
     lines = ["def step(x, log):", "\tfor i in range(3):", "\t\tlog.append(x.item())"]
     fix = ("#1", "why", [(3, 3, ["\t\tlog.append(x.detach())"])])
-    changed, _ = _switch(lines, [fix])
+    changed, _ = _apply(lines, [fix], switched=True)
     assert changed[3:] == ["\t\t" + SWITCH, "\t\t\tlog.append(x.detach())", "\t\telse:", "\t\t\tlog.append(x.item())"]
     compile("\n".join(changed), "tabs.py", "exec")  # (a mix of tabs and spaces would raise TabError)
 

@@ -67,7 +67,7 @@ def render_patch(
     diffs: list[str] = []
     for path, changes in by_file.items():
         lines = source_lines(str(path)) or []
-        changed, said = _switch(lines, changes) if switched else _apply(lines, changes)
+        changed, said = _apply(lines, changes, switched)
         header += said
         name = _display(path, search)
         diffs += difflib.unified_diff(
@@ -83,20 +83,33 @@ Edit = tuple[int, int, list[str]]
 Change = tuple[str, str, list[Edit]]
 
 
-def _apply(lines: list[str], changes: list[Change]) -> tuple[list[str], list[str]]:
-    """The file's lines with the changes applied, and one line of the header per change (or why not)."""
+def _apply(lines: list[str], changes: list[Change], switched: bool = False) -> tuple[list[str], list[str]]:
+    """The file's lines with the changes applied, and one line of the header per change (or why not);
+    ``switched``: each change's replacements behind ``if nsync.fixed():`` (:func:`_switched`), and
+    ``import nsync`` at the top of the file."""
+    text = "\n".join(lines) + "\n"
+    in_strings = string_rows(text) if switched else set()
     edits: list[Edit] = []
+    seen: list[Edit] = []  # the changes' own edits applied (switched, within the edits that wrap them)
     said = []
     for label, why, wanted in changes:
-        wanted = [edit for edit in wanted if edit not in edits]  # two sites of one line: one rewrite
-        if any(_conflict(edit, other) for edit in wanted for other in edits):
-            said.append(f"{label}: not applied, it changes lines another rewrite does")
-            continue
+        wanted = [edit for edit in wanted if edit not in seen]  # two sites of one line: one rewrite
         if any(max(first, last) > len(lines) for first, last, _ in wanted):
             said.append(f"{label}: not applied, the file here is shorter than the traced one")
             continue
-        edits += wanted
+        mine = _switched(lines, text, in_strings, wanted) if switched else wanted
+        if isinstance(mine, str):
+            said.append(f"{label}: not applied, {mine}")
+            continue
+        if any(_conflict(edit, other) for edit in mine for other in edits):
+            said.append(f"{label}: not applied, it changes lines another rewrite does")
+            continue
+        edits += mine
+        seen += wanted
         said.append(f"{label}: {textwrap.shorten(why, 100)}")
+    if switched and any(edit[1] >= edit[0] for edit in edits) and "import nsync" not in lines:
+        at = first_statement_line(text)
+        edits.append((at, at - 1, ["import nsync"]))
     return _edited(lines, edits), said
 
 
@@ -119,45 +132,26 @@ SWITCHED_HEADER = (
 SWITCH = "if nsync.fixed():  # nsync's rewrite; the code as it is under else (nsync measure times both)"
 
 
-def _switch(lines: list[str], changes: list[Change]) -> tuple[list[str], list[str]]:
-    """As :func:`_apply`, each change's replacements put behind ``if nsync.fixed():`` with the statements
-    that hold them as they are under ``else:`` (its set-ups there too where they fall inside them; elsewhere
-    they stay as set-ups), and ``import nsync`` at the top of the file."""
-    text = "\n".join(lines) + "\n"
-    in_strings = string_rows(text)
-    blocks: list[Edit] = []
-    seen: list[Edit] = []
-    said = []
-    for label, why, wanted in changes:
-        wanted = [edit for edit in wanted if edit not in seen]  # two sites of one line: one rewrite
-        replaced = [edit for edit in wanted if edit[1] >= edit[0]]
-        mine = [edit for edit in wanted if edit[1] < edit[0]]
-        if any(max(first, last) > len(lines) for first, last, _ in wanted):
-            said.append(f"{label}: not applied, the file here is shorter than the traced one")
-            continue
-        if replaced:
-            span = statement_span(text, min(e[0] for e in replaced), max(e[1] for e in replaced))
-            if span is None:
-                said.append(f"{label}: not applied, its lines are not whole statements here")
-                continue
-            if any(row in in_strings for row in range(span[0], span[1] + 1)):
-                said.append(f"{label}: not applied, a string spans lines of its statements (indenting would change it)")
-                continue
-            first, last, column = span
-            inside = [edit for edit in mine if first < edit[0] <= last]
-            mine = [edit for edit in mine if edit not in inside]
-            shifted = [(a - first + 1, b - first + 1, new) for a, b, new in replaced + inside]
-            region = lines[first - 1 : last]
-            mine.append((first, last, _either(_edited(region, shifted), region, region[0][:column])))
-        if any(_conflict(edit, other) for edit in mine for other in blocks):
-            said.append(f"{label}: not applied, it changes lines another rewrite does")
-            continue
-        blocks += mine
-        seen += wanted
-        said.append(f"{label}: {textwrap.shorten(why, 100)}")
-    if any(edit[1] >= edit[0] for edit in blocks) and "import nsync" not in lines:
-        blocks.append((first_statement_line(text), first_statement_line(text) - 1, ["import nsync"]))
-    return _edited(lines, blocks), said
+def _switched(lines: list[str], text: str, in_strings: set[int], wanted: list[Edit]) -> list[Edit] | str:
+    """One change's edits with its replacements put behind ``if nsync.fixed():``, the statements that hold them
+    as they are under ``else:`` (its set-ups there too where they fall inside them; elsewhere they stay as
+    set-ups); or why it cannot be."""
+    replaced = [edit for edit in wanted if edit[1] >= edit[0]]
+    mine = [edit for edit in wanted if edit[1] < edit[0]]
+    if not replaced:
+        return mine
+    span = statement_span(text, min(e[0] for e in replaced), max(e[1] for e in replaced))
+    if span is None:
+        return "its lines are not whole statements here"
+    first, last, column = span
+    if any(row in in_strings for row in range(first, last + 1)):
+        return "a string spans lines of its statements (indenting would change it)"
+    inside = [edit for edit in mine if first < edit[0] <= last]
+    shifted = [(a - first + 1, b - first + 1, new) for a, b, new in replaced + inside]
+    region = lines[first - 1 : last]
+    return [edit for edit in mine if edit not in inside] + [
+        (first, last, _either(_edited(region, shifted), region, region[0][:column]))
+    ]
 
 
 def _either(fixed: list[str], as_is: list[str], indent: str) -> list[str]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
@@ -121,10 +121,10 @@ def change_between(
     se = math.sqrt(var_a + var_b)
     # Welch-Satterthwaite degrees of freedom (no spread at all: the pooled count)
     df = se**4 / (var_a**2 / (len(a) - 1) + var_b**2 / (len(b) - 1)) if se > 0 else len(a) + len(b) - 2
-    shift = float(b.mean() - a.mean())
-    verdict = _verdict(shift, t975(df) * se, threshold_pct)
+    shift, half = float(b.mean() - a.mean()), t975(df) * se
+    verdict = _verdict(shift, half, threshold_pct)
     to_tell = _runs_to_tell(a, b, _bound(threshold_pct)) if verdict == "unclear" else None
-    return _change(float(np.exp(a.mean())), shift, t975(df) * se, runs_to_tell=to_tell), verdict
+    return _change(float(np.exp(a.mean())), shift, half, runs_to_tell=to_tell), verdict
 
 
 def switched_change(
@@ -159,8 +159,9 @@ def switched_change(
         half,
         runs_to_tell=needed if to_tell == "runs" else None,
         steps_to_tell=2 * block_steps * needed if needed and to_tell == "steps" else None,
+        run_pct=[round(100 * math.expm1(float(r.mean())), 2) for r in ratios],
     )
-    return replace(change, run_pct=[round(100 * math.expm1(float(r.mean())), 2) for r in ratios]), verdict
+    return change, verdict
 
 
 def _bound(threshold_pct: float) -> float:
@@ -179,7 +180,12 @@ def _verdict(shift: float, half: float, threshold_pct: float) -> str:
 
 
 def _change(
-    base_ms: float, shift: float, half: float, runs_to_tell: int | None = None, steps_to_tell: int | None = None
+    base_ms: float,
+    shift: float,
+    half: float,
+    runs_to_tell: int | None = None,
+    steps_to_tell: int | None = None,
+    run_pct: list[float] | None = None,
 ) -> MeasuredChange:
     """The change ``exp(shift) - 1`` of a step of ``base_ms``, with its interval ``shift ± half`` (logarithms)."""
     low, high = shift - half, shift + half
@@ -192,6 +198,7 @@ def _change(
         high_ms=round(base_ms * math.expm1(high), 4),
         runs_to_tell=runs_to_tell,
         steps_to_tell=steps_to_tell,
+        run_pct=run_pct,
     )
 
 

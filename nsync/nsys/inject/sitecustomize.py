@@ -74,19 +74,19 @@ _timings_written: list = []  # once written (at exit, or by the window's thread)
 
 
 class _Switch:
-    """nsync measure's one-command mode (NSYNC_AB): which version of the program runs the step in progress."""
+    """nsync measure's one-command mode (NSYNC_AB): which version of the program runs the step in progress,
+    from the optimizer steps the window has seen end."""
 
     def __init__(self, block):
         self.block = block
-        self.done = 0  # optimizer steps ended
         self.last_asked = None  # optimizer steps ended when the program last asked
 
     def fixed(self):
-        self.last_asked = self.done
-        warmup = _window.warmup
-        if self.done < warmup:
-            return self.done % 2 == 1
-        return ((self.done - warmup) // self.block) % 4 in (1, 2)
+        done, warmup = _window.done, _window.warmup
+        self.last_asked = done
+        if done < warmup:
+            return done % 2 == 1
+        return ((done - warmup) // self.block) % 4 in (1, 2)
 
 
 _switch = None  # set at the end when NSYNC_AB asks for it
@@ -267,8 +267,6 @@ def _install_step_hooks(optimizer_module):
             nvtx.range_pop()
         if _CALIBRATE_DIR:
             _safely("time an optimizer step", _record, "marks")
-        if _switch is not None:
-            _switch.done += 1
         if _window.active and _safely("close the capture window", _window.after_step):
             _flush()
             raise SystemExit(0)
@@ -326,7 +324,7 @@ def _run_shadowed_sitecustomize():
 
 
 _block = os.environ.get("NSYNC_AB", "")
-if _block.isdigit() and int(_block) > 0:
+if _block.isdigit() and int(_block) > 0 and _window.active:  # (the window counts the steps)
     _switch = _Switch(int(_block))
     # nsync.fixed() finds the switch here (as "sitecustomize" this module is shadowed by the program's own)
     sys.modules["_nsync_switch"] = sys.modules[__name__]
