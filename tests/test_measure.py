@@ -123,12 +123,12 @@ def _verdict(stdout: str) -> str:
     return " ".join(stdout.strip().split("\n\n")[-1].split())
 
 
-def _measure(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def run_measure(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`nsync measure ARGS` in ``tmp_path``, its programs importing the stand-in torch."""
     fake = fake_torch(tmp_path / "fake")
-    (tmp_path / "train.py").write_text(PROGRAM)
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(fake)}
     return subprocess.run(
-        [NSYNC, "measure", "--warmup-steps", "2", "--steps", "20", *args],
+        [NSYNC, "measure", *args],
         capture_output=True,
         text=True,
         env=env,
@@ -136,6 +136,11 @@ def _measure(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
         timeout=300,
         preexec_fn=interruptible,  # a Ctrl-C reaches it even where the suite runs in the background
     )
+
+
+def _measure(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    (tmp_path / "train.py").write_text(PROGRAM)
+    return run_measure(tmp_path, "--warmup-steps", "2", "--steps", "20", *args)
 
 
 @pytest.mark.slow

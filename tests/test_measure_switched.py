@@ -21,11 +21,7 @@ from hypothesis import strategies as st
 
 from nsync.measuring import split_blocks
 from nsync.report.measurement import switched_change
-from tests.conftest import interruptible
-from tests.test_calibration import fake_torch
-from tests.test_measure import _in_process_saving_pct, assert_one_line_error
-
-NSYNC = str(Path(sys.executable).parent / "nsync")
+from tests.test_measure import _in_process_saving_pct, assert_one_line_error, run_measure
 
 # argv: the step's GPU time as it is and fixed (ms), the steps to run, where the step asks nsync.fixed()
 # (before or after its optimizer step), a noise (a fraction) and a drift (a fraction more per step: a host
@@ -65,19 +61,9 @@ for i in range(steps):
 
 
 def _measure(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    fake = fake_torch(tmp_path / "fake")
     (tmp_path / "train.py").write_text(PROGRAM)
     (tmp_path / "plain.py").write_text(PROGRAM.replace("nsync.fixed()", "False"))
-    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(fake)}
-    return subprocess.run(
-        [NSYNC, "measure", "--python", sys.executable, *args],  # (the program imports nsync)
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=tmp_path,
-        timeout=300,
-        preexec_fn=interruptible,
-    )
+    return run_measure(tmp_path, "--python", sys.executable, *args)  # (the program imports nsync)
 
 
 @pytest.mark.parametrize("where", ["before", "after"])
