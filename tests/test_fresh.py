@@ -85,7 +85,11 @@ FRESH4 = FIXTURES / "fresh4"  # a fourth of five, held out from the likely range
 FRESH5 = FIXTURES / "fresh5"  # a fifth of the same five, held out likewise
 FRESH6 = FIXTURES / "fresh6"  # loops of reads: two new programs, two again
 FRESH7 = FIXTURES / "fresh7"  # three more loops, held out from the loop's saving
-SESSIONS = [FRESH, FRESH2, FRESH3, FRESH4, FRESH5, FRESH6, FRESH7]
+FRESH8 = FIXTURES / "fresh8"  # eight again, held out from the point's mean over the host scales
+SESSIONS = [FRESH, FRESH2, FRESH3, FRESH4, FRESH5, FRESH6, FRESH7, FRESH8]
+# captures timed and scored but not kept (the working tree that travels to the device holds 64 MiB):
+# fixtures/fresh8/README.md gives what nsync said of them
+NOT_KEPT = {FRESH8 / "timm_perclass.sqlite.xz", FRESH8 / "tv_seg_iou.sqlite.xz"}
 
 
 def timings(folder: Path = FRESH) -> dict[str, tuple[float, float, bool]]:
@@ -158,11 +162,17 @@ def verdict_word(trace: Path, calibrated: bool) -> str:
 def captures(beyond_noise: bool) -> list[Path]:
     """The captures of every session whose fix measured a saving beyond noise, or none."""
     return [
-        folder / f"{name}.sqlite.xz"
+        trace
         for folder in SESSIONS
         for name, (_, _, beyond) in timings(folder).items()
-        if beyond == beyond_noise
+        if beyond == beyond_noise and (trace := folder / f"{name}.sqlite.xz") not in NOT_KEPT
     ]
+
+
+def test_every_capture_timed_is_kept_but_those_the_readme_says_are_not():
+    timed = {folder / f"{name}.sqlite.xz" for folder in SESSIONS for name in timings(folder)}
+    assert {trace for trace in timed if not trace.exists()} == NOT_KEPT
+    assert "not kept" in (FRESH8 / "README.md").read_text()
 
 
 @pytest.mark.slow

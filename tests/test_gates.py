@@ -12,7 +12,7 @@ from nsync.errors import CannotJudge, GateFailed
 
 def test_fail_above_raises_past_the_threshold_and_passes_under_it(h200_analysis) -> None:
     report = build_report(h200_analysis("print_deg"))
-    with pytest.raises(GateFailed, match=r"^fixing w_print.py:19 is predicted to save 12.7 % of a step \(> 5 %\)$"):
+    with pytest.raises(GateFailed, match=r"^fixing w_print.py:19 is predicted to save 1\d\.\d % of a step \(> 5 %\)$"):
         gates.fail_above(report, 5)
     assert GateFailed.exit_code == 3
     gates.fail_above(report, 15)  # passes: returns

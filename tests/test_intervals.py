@@ -19,7 +19,7 @@ from nsync.calibration import beside, read_calibration
 from nsync.stages.replay import saving_range
 from tests.test_calibration_lab import lab
 from tests.test_calibration_lab import measured as lab_measured
-from tests.test_fresh import logged_runs
+from tests.test_fresh import NOT_KEPT, logged_runs
 from tests.test_fresh import timings as fresh_measured
 from tests.test_real_programs import measured as real_measured
 
@@ -82,8 +82,8 @@ def held_out(calibrated_: bool = True) -> dict[str, tuple[float, tuple[float, fl
         cases[f"hidden/{pair}"] = 6.771 - 6.280, predicted(FIXTURES / f"h200/hidden/{pair}/w_hidden_degraded.sqlite.xz")
     for folder in FRESH_SESSIONS:  # each held out from a change
         for name, (_, saving, beyond) in fresh_measured(FIXTURES / folder).items():
-            if beyond:
-                cases[f"{folder}/{name}"] = saving, predicted(FIXTURES / f"{folder}/{name}.sqlite.xz")
+            if beyond and (trace := FIXTURES / f"{folder}/{name}.sqlite.xz") not in NOT_KEPT:
+                cases[f"{folder}/{name}"] = saving, predicted(trace)
     # timm_gradnorm's capture, its loop done at once (torch._foreach_norm), timed in fresh6's session
     gradnorm = FIXTURES / "real/timm_gradnorm.sqlite.xz"
     done_at_once = loop_or_all_syncs(calibrated(gradnorm) if calibrated_ else uncalibrated(gradnorm))
@@ -93,7 +93,7 @@ def held_out(calibrated_: bool = True) -> dict[str, tuple[float, tuple[float, fl
     return cases
 
 
-FRESH_SESSIONS = ("fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7")
+FRESH_SESSIONS = ("fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "fresh8")
 
 
 def inside(measured_ms: float, predicted: tuple[float, float, float]) -> bool:
@@ -119,21 +119,22 @@ def test_the_ratio_holds_the_set_it_was_tuned_on_with_a_tenth_to_spare():
 
 
 @pytest.mark.slow
-def test_on_the_sets_it_was_not_tuned_on_the_range_holds_the_measured_saving_35_times_in_35_calibrated():
+def test_on_the_sets_it_was_not_tuned_on_the_range_holds_the_measured_saving_41_times_in_41_calibrated():
     """The pinned lab set (6), the real programs (2, and timm_gradnorm's loop done at once), the grouped reads (1),
     the hidden `.item()` (2), and the fix of each fresh program that paid beyond noise in its session (fresh: 4,
-    fresh2: 4, fresh3: 3, fresh4: 2, fresh5: 4, fresh6: 4, fresh7: 2). Held out from every rule but two: the second
+    fresh2: 4, fresh3: 3, fresh4: 2, fresh5: 4, fresh6: 4, fresh7: 2, fresh8: 6 of its 8 kept). Held out from every
+    rule but two (fresh8 from all of them, and from the point's mean over the host scales): the second
     session's hf_tok_tqdm came inside when a calibration the profiler cannot explain stopped narrowing the range,
     a rule made after that miss was seen (fresh4 and fresh5 scored it); and a loop's saving (halfway between its
     reads released and the whole loop gone) was chosen on the fourteen fixes that do a loop at once (timm_perclass
     outside in four sessions before it), so fresh7's two are the ones held out from it (fixtures/fresh6, fresh7)."""
     cases = held_out()
-    assert len(cases) == 35
+    assert len(cases) == 41
     assert [case for case, (saving, predicted) in cases.items() if not inside(saving, predicted)] == []
 
 
 @pytest.mark.slow
-def test_uncalibrated_the_range_holds_the_measured_saving_35_times_in_35():
+def test_uncalibrated_the_range_holds_the_measured_saving_41_times_in_41():
     cases = held_out(calibrated_=False)
     assert [case for case, (saving, predicted) in cases.items() if not inside(saving, predicted)] == []
 
@@ -150,12 +151,12 @@ def median_error(calibrated_: bool) -> float:
 
 @pytest.mark.slow
 def test_held_out_the_calibrated_point_misses_less_than_the_uncalibrated():
-    """25 % and 32 % over the 35 (fixtures/h200/README.md, "How sure is a saving?")."""
+    """23 % and 35 % over the 41 (fixtures/h200/README.md, "How sure is a saving?")."""
     assert median_error(True) <= 0.25 and median_error(True) < median_error(False)
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="25 % over the 35 cases: fixtures/h200/README.md, 'How sure is a saving?'")
+@pytest.mark.xfail(strict=True, reason="23 % over the 41 cases: fixtures/h200/README.md, 'How sure is a saving?'")
 def test_held_out_the_median_error_of_the_calibrated_point_prediction_is_at_most_15_percent():
     assert median_error(True) <= 0.15
 
@@ -199,17 +200,17 @@ def one_run_against_the_others() -> dict[str, list[float]]:
 
 
 def test_one_unprofiled_run_misses_the_others_saving_by_17_percent_a_median():
-    """fixtures/h200/README.md, "The measured savings' own noise": 48 runs of 22 fixes, median 17 %, mean 48 %;
-    by program, hf_tok_tqdm and hf_gpt2_perseq the noisiest (73 % and 34 %), timm_perclass the least (10 %)."""
+    """fixtures/h200/README.md, "The measured savings' own noise": 64 runs of 30 fixes, median 17 %, mean 41 %;
+    by program, hf_tok_tqdm and hf_gpt2_perseq the noisiest (65 % and 34 %), pyg_collate the least (12 %)."""
     errors = one_run_against_the_others()
     pooled = [e for case in errors.values() for e in case]
-    assert (len(errors), len(pooled)) == (22, 48)
-    assert round(100 * statistics.median(pooled)) == 17 and round(100 * statistics.mean(pooled)) == 48
+    assert (len(errors), len(pooled)) == (30, 64)
+    assert round(100 * statistics.median(pooled)) == 17 and round(100 * statistics.mean(pooled)) == 41
     by_program: dict[str, list[float]] = {}
     for case, case_errors in errors.items():
         by_program.setdefault(case.split("/")[1], []).extend(case_errors)
     median_by_program = {name: round(100 * statistics.median(e)) for name, e in by_program.items() if len(e) >= 8}
-    assert median_by_program == {"hf_tok_tqdm": 73, "hf_gpt2_perseq": 34, "pyg_collate": 12, "timm_perclass": 10}
+    assert median_by_program == {"hf_tok_tqdm": 65, "hf_gpt2_perseq": 34, "pyg_collate": 12, "timm_perclass": 12}
 
 
 NOISE_ROW = re.compile(r"^\| (\w+) \| (\d+) % \| (\d+) % \(([^)]*)\) \| (\d+) % \(([^)]*)\) \|$", re.M)
@@ -242,18 +243,18 @@ def test_the_noise_table_is_what_the_logs_and_the_analyses_give():
         ):
             assert [int(e) for e in signed.split(", ")] == [round(e) for e in logged[name]]
             assert int(median) == round(statistics.median(abs(e) for e in logged[name]))
-    for signed_errors, median in ((calibrated_, 26), (uncalibrated_, 31)):  # over the 23 fresh fixes
+    for signed_errors, median in ((calibrated_, 26), (uncalibrated_, 34)):  # over the 29 fresh fixes
         pooled = [abs(e) for errors in signed_errors.values() for e in errors]
-        assert (len(pooled), round(statistics.median(pooled))) == (23, median)
+        assert (len(pooled), round(statistics.median(pooled))) == (29, median)
 
 
 @pytest.mark.slow
 def test_the_calibrated_point_misses_the_noisiest_programs_most_but_beyond_their_noise_on_gpt2():
     """By program (four sessions or more), the calibrated point's median error is largest where the runs disagree
-    most (hf_gpt2_perseq, hf_tok_tqdm), and on hf_gpt2_perseq it is one-sided (over in all five sessions), which
+    most (hf_gpt2_perseq, hf_tok_tqdm), and on hf_gpt2_perseq it is one-sided (over in all six sessions), which
     noise alone would not make."""
     signed = signed_errors_by_program(True)
     error = {name: statistics.median(abs(e) for e in errors) for name, errors in signed.items() if len(errors) >= 4}
     assert set(error) == {"hf_gpt2_perseq", "hf_tok_tqdm", "pyg_collate", "timm_perclass"}
-    assert sorted(error, key=error.__getitem__)[-2:] == ["hf_tok_tqdm", "hf_gpt2_perseq"]
-    assert len(signed["hf_gpt2_perseq"]) == 5 and min(signed["hf_gpt2_perseq"]) > 60
+    assert set(sorted(error, key=error.__getitem__)[-2:]) == {"hf_tok_tqdm", "hf_gpt2_perseq"}
+    assert len(signed["hf_gpt2_perseq"]) == 6 and min(signed["hf_gpt2_perseq"]) > 20

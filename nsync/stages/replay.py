@@ -410,15 +410,39 @@ class LoopSaving(NamedTuple):
     reads_per_step: float
 
 
-def loop_saving(kept_ns: np.ndarray, vectorised_ns: np.ndarray) -> tuple[float, tuple[float, float]]:
+def loop_saving(
+    kept_ns: np.ndarray, vectorised_ns: np.ndarray, weights: np.ndarray
+) -> tuple[float, tuple[float, float]]:
     """A loop's saving and its span, from its replays at each host scale (the fitted first) with its reads
     released (``kept_ns``: the loop stays) and with the loop vectorised (``vectorised_ns``: its host time gone at
     the host scale). The fix takes away at least the reads' waits and at most the whole loop; but nsys slows a
     loop of CUDA calls more than the rest of the host that the host scale is fitted to, so the whole loop at the
     host scale overstates it (+34 to +98 % on the vectorised fixes measured: fixtures/h200/README.md). The
-    point is halfway; the span runs from the least of the two to the largest."""
+    point is halfway, its mean over the host scales (``weights``: scale_weights); the span runs from the least
+    of the two to the largest."""
     halfway = (kept_ns + vectorised_ns) / 2
-    return float(halfway[0]), (float(min(kept_ns.min(), halfway.min())), float(vectorised_ns.max()))
+    return float(weights @ halfway), (float(min(kept_ns.min(), halfway.min())), float(vectorised_ns.max()))
+
+
+# Separate unprofiled runs of one program: the standard deviation of their steps' logarithms, a median 11.7 %
+# (fixtures/h200/measure); and the ends of a calibrated saving's range: another run's step 1.25 times shorter and
+# longer (AnalysisConfig.calibration_spread's default).
+RUN_STEP_SPREAD = 0.117
+RANGE_END_STEP = 1.25
+# the point saving's weight at the fitted host scale (the other scales share the rest): 0.725
+FITTED_SCALE_WEIGHT = 1 - (RUN_STEP_SPREAD / np.log(RANGE_END_STEP)) ** 2
+
+
+def scale_weights(count: int) -> np.ndarray:
+    """The weights of a saving's replays at ``count`` host scales (the fitted first) in its point: the mean
+    saving over the host speeds another run may have, not the saving at the fitted one alone. A saving is far
+    from linear in the host's speed (it peaks where host and GPU balance and falls off on either side), and a
+    measured saving is a mean over steps and runs whose host speed varies. With one scale each side: three-point
+    Gauss-Hermite for a run's step spread log-normally by RUN_STEP_SPREAD, the nodes at the range's ends
+    (each end's weight RUN_STEP_SPREAD² / (2 ln² RANGE_END_STEP)). fixtures/h200/README.md, "The point"."""
+    if count == 1:
+        return np.ones(1)
+    return np.array([FITTED_SCALE_WEIGHT] + [(1 - FITTED_SCALE_WEIGHT) / (count - 1)] * (count - 1))
 
 
 def loop_sites(model: ReplayModel) -> dict[tuple[int, ...], float]:
@@ -443,7 +467,9 @@ class WhatIf:
 
     replayed_step_ns: float  # as captured: checks the model against the trace itself
     unprofiled_step_ns: float  # as it is, host time scaled
-    without_syncs_step_ns: float
+    without_syncs_step_ns: (
+        float  # the step as it is less the saving of every sync (each saving: its mean over ``scales``)
+    )
     saving_ns: dict[int, float]  # site_id -> predicted saving per step (host time scaled)
     latency_ns: float
     host_scale: float  # fitted when calibrated
@@ -719,6 +745,8 @@ def what_if(
         ]
     )
     saved = steps_at[:, :1] - steps_at[:, 1:]  # per scale: all syncs, each site, each group, the own syncs, loops
+    weights = scale_weights(len(scales))
+    point = weights @ saved  # each saving's mean over the host scales
     least, largest = saved.min(axis=0), saved.max(axis=0)
     spans = list(zip(least.tolist(), largest.tolist()))
     sites = len(replayed_sites)
@@ -726,19 +754,19 @@ def what_if(
     return WhatIf(
         replayed_step_ns=as_captured,
         unprofiled_step_ns=float(steps_at[0, 0]),
-        without_syncs_step_ns=float(steps_at[0, 1]),
-        saving_ns=dict(zip(replayed_sites, saved[0, 1 : 1 + sites].tolist())),
+        without_syncs_step_ns=float(steps_at[0, 0] - point[0]),
+        saving_ns=dict(zip(replayed_sites, point[1 : 1 + sites].tolist())),
         latency_ns=model.latency_ns,
         host_scale=host_scale,
         replayed_steps=(first, stop),
         sites_left_out=len(callsites) - sites,
         calibrated_steps_ns=calibrated_steps_ns,
         calibration_note=fit.note,
-        group_saving_ns=tuple(saved[0, 1 + sites : own_at].tolist()),
+        group_saving_ns=tuple(point[1 + sites : own_at].tolist()),
         saving_span_ns=dict(zip(replayed_sites, spans[1 : 1 + sites])),
         group_saving_span_ns=tuple(spans[1 + sites : own_at]),
         all_syncs_span_ns=spans[0],
-        own_saving_ns=float(saved[0, own_at]),
+        own_saving_ns=float(point[own_at]),
         own_span_ns=spans[own_at],
         scales=scales,
         host_speed_steps_ns=(
@@ -748,7 +776,7 @@ def what_if(
         ),
         calibration_runs=calibration_runs,
         loops=tuple(
-            LoopSaving(sites, *loop_saving(saved[:, k], saved[:, k + 1]), reads)
+            LoopSaving(sites, *loop_saving(saved[:, k], saved[:, k + 1], weights), reads)
             for k, (sites, reads) in zip(range(own_at + 1, saved.shape[1], 2), loops.items())
         ),
     )
