@@ -174,3 +174,19 @@ def test_quiet_prints_the_verdict_alone_and_verbose_the_stacks() -> None:
     verbose = run("analyze", DEG, "-v")
     assert "#1 w_print.py:19  step  saving 0.422 ms/step" in verbose.stdout
     assert "step (" in verbose.stdout and "w_print.py:19)" in verbose.stdout  # the stack's frames, each with its line
+
+
+DEVICE_TREE_BYTES = 64 * 2**20  # what travels to the lent H200: the working tree, tracked files and all
+LIBDW_BYTES = 800_000  # .libdw/ (libdw.so.1, libelf.so.1), carried beside it for nsys there (scripts/h200-env.sh)
+
+
+def test_the_tracked_files_leave_room_for_the_device_s_64_mib():
+    """The fixtures fill most of what a device call can carry (docs/device-capture.md): a commit that leaves no
+    room for .libdw would stop every capture on the H200. Fixtures that do not fit are scored and not kept
+    (fixtures/fresh8/README.md)."""
+    root = Path(__file__).resolve().parents[1]
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=root, capture_output=True, check=False)
+    if listed.returncode != 0:
+        pytest.skip("not a git checkout")
+    sizes = [(root / name).stat().st_size for name in listed.stdout.decode().split("\0") if (root / name).is_file()]
+    assert sum(sizes) + LIBDW_BYTES <= DEVICE_TREE_BYTES
