@@ -9,6 +9,7 @@ Library first; each command is a function:
     >>> result = nsync.profile(["python3", "train.py"], nsync.CaptureOptions(out_dir=Path("out"), name="train"))
     >>> m = nsync.measure(["python3", "train.py"], ["python3", "fixed.py"], runs=5)  # nsync measure
     >>> if nsync.fixed(): ...         # in a program: which version `nsync measure train.py` runs now
+    >>> nsync.step()                  # in a loop without an optimizer: the end of one of its steps
 
 ``nsync.build_report(analysis) -> Report`` holds every figure the renderers print (and what ``--json``
 writes; ``nsync.read_report`` reads it back); every renderer takes any report (an analysis's, a diff's, the
@@ -22,7 +23,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from nsync.ab import fixed
+    from nsync.ab import fixed, step
     from nsync.analysis import Analysis, analyze
     from nsync.comparison import Diff, diff
     from nsync.config import AnalysisConfig
@@ -80,6 +81,7 @@ _LAZY = {
     "measure": "nsync.measuring",
     "measure_switched": "nsync.measuring",
     "fixed": "nsync.ab",
+    "step": "nsync.ab",
     "Measurement": "nsync.report.measurement",
     "ProfileResult": "nsync.profiling",
     "CaptureOptions": "nsync.nsys",
@@ -123,6 +125,7 @@ __all__ = [
     "render_markdown",
     "render_terminal",
     "report_to_dict",
+    "step",
     "summary",
     "write",
 ]

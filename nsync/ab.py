@@ -8,7 +8,8 @@ few percent is told in one run (separate runs of one program differ by 6-22 % on
     ... else:
     ...     acc_sum += (pred == y).sum().item()       # the line nsync found
 
-This module imports nothing of nsync's, nor torch: a training script pays a dictionary look-up per call.
+A loop without an optimizer marks its steps with :func:`step`. This module imports nothing of nsync's, nor
+torch: a training script pays a dictionary look-up per call.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import os
 import sys
 
 ENV = "NSYNC_FIXED"  # outside nsync measure: 1 runs the fixed version throughout (default: as it is)
-SWITCH = "_nsync_switch"  # where nsync's sitecustomize (nsync/nsys/inject) puts itself under nsync measure
+SWITCH = "_nsync_switch"  # where nsync's sitecustomize (nsync/nsys/inject) puts itself under nsync's commands
 
 
 def fixed() -> bool:
@@ -29,3 +30,14 @@ def fixed() -> bool:
     if answer is not None:
         return bool(answer)
     return os.environ.get(ENV, "0").strip() not in ("", "0")
+
+
+def step() -> None:
+    """Mark the end of a step in a loop without an optimizer (inference, serving: ``for batch in loader: ...;
+    nsync.step()``), once a step. Under nsync's commands it counts as an optimizer step does: ``nsync profile``
+    finds the steps by it and captures a window of them, the calibration times them, and ``nsync measure
+    SCRIPT`` switches versions by them. Elsewhere it does nothing. A loop with an optimizer needs none (its
+    optimizer's steps are counted): calling both counts each step twice."""
+    inject = sys.modules.get(SWITCH)
+    if inject is not None:
+        inject.step()

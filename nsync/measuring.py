@@ -232,7 +232,8 @@ def _not_switched(run: CalibrationRun, timed_nothing: bool, warmup_steps: int) -
     if timed_nothing:
         return (
             f"its first run timed no optimizer steps{ended}: with one command, nsync measure alternates the "
-            "program's two versions in blocks of optimizer steps"
+            "program's two versions in blocks of optimizer steps (a loop without an optimizer: call "
+            "nsync.step() at the end of each of its steps)"
         )
     if run.fixed_last_asked is None:
         asked = "never asked nsync.fixed()"

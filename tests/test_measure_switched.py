@@ -171,6 +171,34 @@ def test_what_one_command_cannot_measure_is_said_in_one_line_after_its_first_run
     assert_one_line_error(_measure(tmp_path, "--runs", "1", "a.py", "b.py"), 2, "--runs 1 cannot tell")
 
 
+@pytest.mark.slow
+def test_a_loop_without_an_optimizer_is_measured_by_its_nsync_step_calls(tmp_path: Path):
+    """A serving loop: no optimizer, each step ends with nsync.step(). Its steps are switched and timed by those
+    calls as an optimizer's steps are: blocks of 2 keep one step each, 20 ms as it is and 15 fixed, by
+    construction. Without nsync.step() the one-line error says to call it."""
+    (tmp_path / "serve.py").write_text(
+        PROGRAM.replace("optimizer = Optimizer()", "").replace("optimizer.step()", "nsync.step()")
+    )
+    done = _measure(
+        tmp_path, "--runs", "1", "--block-steps", "2", "--warmup-steps", "3", "--steps", "16", "--json", "-",
+        "serve.py 20 15 100 before 0 0",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["baseline"]["block_median_step_ms"] == [20.0] * 4
+    assert result["candidate"]["block_median_step_ms"] == [15.0] * 4
+    assert result["verdict"] == "faster" and result["change"]["pct"] == -25.0
+    (tmp_path / "nostep.py").write_text(PROGRAM.replace("optimizer = Optimizer()", "").replace("optimizer.step()", ""))
+    assert_one_line_error(_measure(tmp_path, "nostep.py 20 15 100 before 0 0"), 1, "call nsync.step() at the end")
+
+
+def test_outside_nsync_s_commands_step_does_nothing():
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NSYNC_")}
+    code = "import nsync; print([nsync.step() for _ in range(3)], nsync.fixed())"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert (done.stdout, done.stderr) == ("[None, None, None] False\n", "")
+
+
 def test_outside_nsync_measure_fixed_is_false_unless_the_environment_says_1():
     code = "import nsync; print(nsync.fixed(), nsync.fixed())"
     for value, expected in ((None, "False False"), ("0", "False False"), ("1", "True True"), ("", "False False")):

@@ -212,6 +212,30 @@ def test_the_window_opens_at_step_w_closes_after_w_plus_k_and_ends_the_program(t
         assert (state["optimizer_steps"], state["opened_by"], state["ended_program"]) == (5, "steps", True)
 
 
+def test_a_loop_without_an_optimizer_is_windowed_by_its_nsync_step_calls(tmp_path: Path) -> None:
+    """nsync.step() at the end of each step does what an optimizer step's hooks do: the same marks, the window
+    opened at step 2 and closed after step 5, the program ended there."""
+    from nsync.nsys import inject
+
+    fake = fake_torch(tmp_path / "fake")
+    program = (
+        "import nsync\nfrom torch.cuda import nvtx\nfor i in range(20):\n"
+        "    try:\n        nsync.step()\n    except SystemExit:\n        print(nvtx.calls, flush=True)\n        raise\n"
+        "print('ran to the end')\n"
+    )
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "PYTHONPATH": f"{inject.folder()}:{fake}",
+        **CaptureWindow(warmup_steps=2, steps=3).env(tmp_path),
+    }
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    mark = [("push", STEP_MARK), ("pop",)]
+    assert done.stdout == f"{mark + [('start', WINDOW_RANGE)] + mark * 4 + [('end',)]}\n"
+    state = json.loads(next(tmp_path.glob("window-*.json")).read_text())
+    assert (state["optimizer_steps"], state["opened_by"], state["ended_program"]) == (5, "steps", True)
+
+
 def test_the_calibration_run_is_ended_after_the_window_and_knows_where_it_began(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("PYTHONPATH", str(fake_torch(tmp_path / "fake")))
     (tmp_path / "train.py").write_text(TRAIN)

@@ -439,7 +439,8 @@ def scale_weights(count: int) -> np.ndarray:
     from linear in the host's speed (it peaks where host and GPU balance and falls off on either side), and a
     measured saving is a mean over steps and runs whose host speed varies. With one scale each side: three-point
     Gauss-Hermite for a run's step spread log-normally by RUN_STEP_SPREAD, the nodes at the range's ends
-    (each end's weight RUN_STEP_SPREAD² / (2 ln² RANGE_END_STEP)). fixtures/h200/README.md, "The point"."""
+    (each end's weight RUN_STEP_SPREAD² / (2 ln² RANGE_END_STEP)); more scales (a calibration that did not hold
+    adds the uncalibrated range's) share the same rest. fixtures/h200/README.md, "The point"."""
     if count == 1:
         return np.ones(1)
     return np.array([FITTED_SCALE_WEIGHT] + [(1 - FITTED_SCALE_WEIGHT) / (count - 1)] * (count - 1))
@@ -467,9 +468,8 @@ class WhatIf:
 
     replayed_step_ns: float  # as captured: checks the model against the trace itself
     unprofiled_step_ns: float  # as it is, host time scaled
-    without_syncs_step_ns: (
-        float  # the step as it is less the saving of every sync (each saving: its mean over ``scales``)
-    )
+    # the step as it is less the saving of every sync (each saving being its mean over ``scales``)
+    without_syncs_step_ns: float
     saving_ns: dict[int, float]  # site_id -> predicted saving per step (host time scaled)
     latency_ns: float
     host_scale: float  # fitted when calibrated

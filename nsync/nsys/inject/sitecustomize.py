@@ -6,6 +6,10 @@ When ``torch.optim.optimizer`` is imported, global step hooks (PyTorch's
 NVTX range named ``nsync: optimizer step``. That costs about a microsecond a step and no GPU work; nsync
 then times each step from one optimizer step's end to the next.
 
+A loop without an optimizer (inference, serving) may call ``nsync.step()`` at the end of each of its steps:
+it does at once what an optimizer step's two hooks do (:func:`step`), so that such a loop is marked, windowed,
+calibrated and switched by its own steps.
+
 The capture window (``NSYNC_WINDOW=W:K``): the same hooks count optimizer steps. At optimizer step W an NVTX
 start/end range ``nsync-window`` begins (nsys, run with ``--capture-range=nvtx``, starts capturing there),
 and once step W+K has ended it ends (nsys stops), so the capture holds the K steps W+1..W+K. Then the
@@ -247,14 +251,19 @@ def _end_now():
     os._exit(0)
 
 
-def _install_step_hooks(optimizer_module):
+_hooks: list = []  # (before_step, after_step), made once: by the optimizer's import or by step()
+
+
+def _step_hooks():
+    """The step hooks (made on first use): the optimizer's, and those of :func:`step`."""
+    if _hooks:
+        return _hooks
     nvtx = None
     if not _CALIBRATE_DIR:
         try:
             from torch.cuda import nvtx
         except Exception:  # no CUDA build: nothing to mark
-            if not _window.active:
-                return
+            nvtx = None
 
     def before_step(optimizer, args, kwargs):
         if _window.active:
@@ -271,8 +280,22 @@ def _install_step_hooks(optimizer_module):
             _flush()
             raise SystemExit(0)
 
+    _hooks.extend((before_step, after_step))
+    return _hooks
+
+
+def _install_step_hooks(optimizer_module):
+    before_step, after_step = _step_hooks()
     optimizer_module.register_optimizer_step_pre_hook(before_step)
     optimizer_module.register_optimizer_step_post_hook(after_step)
+
+
+def step():
+    """What ``nsync.step()`` does in a loop without an optimizer (inference, serving): what an optimizer step's
+    hooks do, at once, marking the end of the program's step (it may end the program, as those do)."""
+    before_step, after_step = _step_hooks()
+    before_step(None, (), {})
+    after_step(None, (), {})
 
 
 def _time_ranges(nvtx_module):
@@ -326,8 +349,8 @@ def _run_shadowed_sitecustomize():
 _block = os.environ.get("NSYNC_AB", "")
 if _block.isdigit() and int(_block) > 0 and _window.active:  # (the window counts the steps)
     _switch = _Switch(int(_block))
-    # nsync.fixed() finds the switch here (as "sitecustomize" this module is shadowed by the program's own)
-    sys.modules["_nsync_switch"] = sys.modules[__name__]
+# nsync.fixed() and nsync.step() find this module here (as "sitecustomize" it is shadowed by the program's own)
+sys.modules["_nsync_switch"] = sys.modules[__name__]
 _installs = {"torch.optim.optimizer": _install_step_hooks}
 if _CALIBRATE_DIR:
     _installs["torch.cuda.nvtx"] = _time_ranges
