@@ -35,6 +35,12 @@ FAKE_TORCH = {
         "def range_start(name): calls.append(('start', name)); return len(calls)\n"
         "def range_end(handle): calls.append(('end',))\n"
     ),
+    "torch/compiler.py": (  # torch.compile's switch: a function it must not trace runs through the wrapper
+        "disabled = []\n"
+        "def disable(fn):\n"
+        "    def wrapper(*args, **kwargs): disabled.append(fn.__name__); return fn(*args, **kwargs)\n"
+        "    return wrapper\n"
+    ),
     "torch/optim/__init__.py": "",
     "torch/optim/optimizer.py": (
         "pre, post = [], []\n"

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from nsync.measuring import split_blocks
 from nsync.report.measurement import switched_change
+from tests.test_calibration import fake_torch
 from tests.test_measure import _in_process_saving_pct, assert_one_line_error, run_measure
 
 # argv: the step's GPU time as it is and fixed (ms), the steps to run, where the step asks nsync.fixed()
@@ -190,6 +191,25 @@ def test_a_loop_without_an_optimizer_is_measured_by_its_nsync_step_calls(tmp_pat
     assert result["verdict"] == "faster" and result["change"]["pct"] == -25.0
     (tmp_path / "nostep.py").write_text(PROGRAM.replace("optimizer = Optimizer()", "").replace("optimizer.step()", ""))
     assert_one_line_error(_measure(tmp_path, "nostep.py 20 15 100 before 0 0"), 1, "call nsync.step() at the end")
+
+
+def test_under_the_switch_nsync_fixed_is_opaque_to_torch_compile(tmp_path: Path):
+    """torch.compile must not trace into the switch (tracing it stopped the program on the H200, and a traced
+    answer would be baked into the graph): under nsync measure every nsync.fixed() runs through
+    torch.compiler.disable's wrapper (the stand-in records each call); outside it, nsync adds no wrapper."""
+    said = "import atexit, torch.compiler\natexit.register(lambda: print(len(torch.compiler.disabled)))\n"
+    (tmp_path / "asks.py").write_text(said + PROGRAM)
+    done = _measure(tmp_path, "--runs", "1", "--block-steps", "2", "--warmup-steps", "3", "--steps", "16",
+                    "--json", "-", "asks.py 20 15 20 before 0 0")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["verdict"] == "faster"
+    # it asked at each of its 3 + 16 steps (the measure ends it after the 19th), each time through the wrapper
+    assert "\n19\n" in f"\n{done.stderr}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NSYNC_")}
+    env["PYTHONPATH"] = str(fake_torch(tmp_path / "fake"))
+    plain = subprocess.run([sys.executable, "asks.py", "20", "15", "20", "before", "0", "0"], cwd=tmp_path,
+                           capture_output=True, text=True, env=env, check=True)  # fmt: skip
+    assert plain.stdout == "0\n"
 
 
 def test_outside_nsync_s_commands_step_does_nothing():

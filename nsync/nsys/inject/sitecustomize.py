@@ -336,6 +336,16 @@ class _AfterImport(importlib.abc.MetaPathFinder):
         return spec
 
 
+def _opaque_to_compile(torch_module):
+    """Under the switch: ``torch.compile`` must not trace into :func:`fixed`. Its answer changes as steps end (a
+    traced one would be baked into the graph, or recompiled every step), and dynamo looks this module up by its
+    name, "sitecustomize", which is the program's own: tracing it stopped the program (InternalTorchDynamoError
+    on the H200, fixtures/h200/switched/README.md). Disabled, the call breaks the graph and runs as Python."""
+    global fixed
+    if importlib.util.find_spec("torch.compiler") is not None:  # (none before torch 2.1: nothing compiles)
+        fixed = importlib.import_module("torch.compiler").disable(fixed)
+
+
 def _run_shadowed_sitecustomize():
     here = os.path.dirname(os.path.abspath(__file__))
     rest = [p for p in sys.path if os.path.abspath(p or ".") != here]
@@ -352,6 +362,8 @@ if _block.isdigit() and int(_block) > 0 and _window.active:  # (the window count
 # nsync.fixed() and nsync.step() find this module here (as "sitecustomize" it is shadowed by the program's own)
 sys.modules["_nsync_switch"] = sys.modules[__name__]
 _installs = {"torch.optim.optimizer": _install_step_hooks}
+if _switch is not None:
+    _installs["torch"] = _opaque_to_compile
 if _CALIBRATE_DIR:
     _installs["torch.cuda.nvtx"] = _time_ranges
 sys.meta_path.insert(0, _AfterImport(_installs))
