@@ -453,3 +453,24 @@ def test_the_switched_change_mirrors_when_the_versions_swap_and_ignores_the_unit
         assert forward.low_pct > -5 and forward.high_pct < 5
     told = [forward.runs_to_tell, forward.steps_to_tell]
     assert (verdict == "unclear" or told == [None, None]) and (len(runs) > 1 or forward.runs_to_tell is None)
+
+
+def test_the_readme_s_loop_without_an_optimizer_and_compile_figures_are_what_the_h200_records_say():
+    """fixtures/h200/switched/README.md, "A loop without an optimizer, and a switch asked inside torch.compile"."""
+    readme = " ".join((SWITCHED / "README.md").read_text().split())
+    change = json.loads((SWITCHED / "step-measure.json").read_text())["change"]
+    assert f"{change['pct']:.1f} % ({change['low_pct']:.1f} to {change['high_pct']:.1f}), faster" in readme
+    assert ", ".join(f"{pct:.1f}" for pct in change["run_pct"]) in readme
+    results = {
+        r["variant"]: r
+        for line in (SWITCHED / "compile-results.log").read_text().splitlines()
+        for r in [json.loads(line.removeprefix("RESULT "))]
+    }
+    assert results["inside"]["steps"] == 0  # it stopped at its first step
+    assert [
+        (results[v]["steps"], results[v]["differed"], results[v]["unique_graphs"]) for v in ("argument", "disabled")
+    ] == [
+        (70, 0, 2),
+        (70, 0, 3),
+    ]
+    assert "InternalTorchDynamoError" in (SWITCHED / "cs-inside-before.err").read_text()
