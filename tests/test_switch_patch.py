@@ -6,6 +6,7 @@ to its `else:`, the original (less the one-time set-ups, which stay outside the 
 from __future__ import annotations
 
 import ast
+import dataclasses
 import json
 import shutil
 import subprocess
@@ -209,6 +210,12 @@ def test_after_a_measure_it_verdict_nsync_profile_says_the_commands_that_settle_
     assert unwritten.verdict is not None and unwritten.verdict.measure
     assert _to_settle(unwritten, ["t.py"], Path("r.sqlite"), None, None) == (
         "to settle it, put the fix behind `if nsync.fixed():` in the program, then: nsync measure t.py"
+    )
+    # the same capture, had its steps been found by an NVTX range of its own (no optimizer step): nsync.step()
+    serving = dataclasses.replace(unwritten, steps=dataclasses.replace(unwritten.steps, source="nvtx:batch"))
+    assert _to_settle(serving, ["t.py"], Path("r.sqlite"), None, None) == (
+        "to settle it, put the fix behind `if nsync.fixed():` in the program, then: nsync measure t.py; it has no "
+        "optimizer step: end each of its steps with nsync.step()"
     )
 
 
