@@ -260,10 +260,8 @@ def _step_hooks():
         return _hooks
     nvtx = None
     if not _CALIBRATE_DIR:
-        try:
+        with contextlib.suppress(Exception):  # no CUDA build: nothing to mark
             from torch.cuda import nvtx
-        except Exception:  # no CUDA build: nothing to mark
-            nvtx = None
 
     def before_step(optimizer, args, kwargs):
         if _window.active:
