@@ -180,13 +180,35 @@ DEVICE_TREE_BYTES = 64 * 2**20  # what travels to the lent H200: the working tre
 LIBDW_BYTES = 800_000  # .libdw/ (libdw.so.1, libelf.so.1), carried beside it for nsys there (scripts/h200-env.sh)
 
 
-def test_the_tracked_files_leave_room_for_the_device_s_64_mib():
-    """The fixtures fill most of what a device call can carry (docs/device-capture.md): a commit that leaves no
-    room for .libdw would stop every capture on the H200. Fixtures that do not fit are scored and not kept
-    (fixtures/fresh8/README.md)."""
-    root = Path(__file__).resolve().parents[1]
-    listed = subprocess.run(["git", "ls-files", "-z"], cwd=root, capture_output=True, check=False)
-    if listed.returncode != 0:
+def git(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False)
+
+
+def test_what_a_device_call_carries_leaves_room_for_libdw():
+    """The fixtures' captures fill more than a device call can carry (docs/device-capture.md); with
+    scripts/device-light.sh on they stay behind, and the rest (code, programs, logs) must leave room for .libdw,
+    without which no capture runs on the H200."""
+    tracked, captures = git("ls-files", "-z"), git("ls-files", "-z", "--", "fixtures/*.sqlite.xz")
+    if tracked.returncode != 0:
         pytest.skip("not a git checkout")
-    sizes = [(root / name).stat().st_size for name in listed.stdout.decode().split("\0") if (root / name).is_file()]
+    travels = set(tracked.stdout.split("\0")) - set(captures.stdout.split("\0"))
+    sizes = [(ROOT / name).stat().st_size for name in travels if (ROOT / name).is_file()]
     assert sum(sizes) + LIBDW_BYTES <= DEVICE_TREE_BYTES
+
+
+def test_device_light_takes_the_captures_out_of_what_travels_and_puts_them_back(tmp_path):
+    """A clone: `on` leaves no capture tracked and every one ignored, the files in place; `off` leaves the
+    checkout as it was."""
+    if git("rev-parse", "HEAD").returncode != 0:
+        pytest.skip("not a git checkout")
+    clone = tmp_path / "clone"
+    assert git("clone", "-q", "--no-hardlinks", str(ROOT), str(clone)).returncode == 0
+    captures = git("ls-files", "--", "fixtures/*.sqlite.xz", cwd=clone).stdout.split()
+    assert len(captures) > 50
+    script = clone / "scripts/device-light.sh"
+    assert subprocess.run([script, "on"], cwd=clone, capture_output=True, check=False).returncode == 0
+    assert git("ls-files", "--", "fixtures/*.sqlite.xz", cwd=clone).stdout == ""
+    ignored = git("ls-files", "--others", "--ignored", "--exclude-standard", "--", "fixtures", cwd=clone).stdout
+    assert sorted(ignored.split()) == sorted(captures) and all((clone / c).is_file() for c in captures)
+    assert subprocess.run([script, "off"], cwd=clone, capture_output=True, check=False).returncode == 0
+    assert git("status", "--porcelain", "--ignored", cwd=clone).stdout == ""
