@@ -474,3 +474,9 @@ def test_the_readme_s_loop_without_an_optimizer_and_compile_figures_are_what_the
         (70, 0, 3),
     ]
     assert "InternalTorchDynamoError" in (SWITCHED / "cs-inside-before.err").read_text()
+    (after,) = [line for line in (SWITCHED / "cs-inside.err").read_text().splitlines() if line.startswith("RESULT ")]
+    assert json.loads(after.removeprefix("RESULT ")) == {
+        "variant": "inside", "steps": 70, "differed": 0, "fixed_steps": 35, "unique_graphs": 3, "recompiles": 0
+    }  # fmt: skip
+    change = json.loads((SWITCHED / "cs-inside.json").read_text())["change"]
+    assert f"{change['pct']:.1f} %, {change['low_pct']:.1f} to +{change['high_pct']:.1f}" in readme
