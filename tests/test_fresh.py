@@ -86,7 +86,8 @@ FRESH5 = FIXTURES / "fresh5"  # a fifth of the same five, held out likewise
 FRESH6 = FIXTURES / "fresh6"  # loops of reads: two new programs, two again
 FRESH7 = FIXTURES / "fresh7"  # three more loops, held out from the loop's saving
 FRESH8 = FIXTURES / "fresh8"  # eight again, held out from the point's mean over the host scales
-SESSIONS = [FRESH, FRESH2, FRESH3, FRESH4, FRESH5, FRESH6, FRESH7, FRESH8]
+FRESH9 = FIXTURES / "fresh9"  # the same eight, held out from LOOP_GONE_SHARE
+SESSIONS = [FRESH, FRESH2, FRESH3, FRESH4, FRESH5, FRESH6, FRESH7, FRESH8, FRESH9]
 # captures timed and scored but not kept (the working tree that travels to the device holds 64 MiB):
 # fixtures/fresh8/README.md gives what nsync said of them
 NOT_KEPT = {FRESH8 / "timm_perclass.sqlite.xz", FRESH8 / "tv_seg_iou.sqlite.xz"}
