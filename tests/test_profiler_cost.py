@@ -165,3 +165,49 @@ def test_python_backtraces_are_recorded_without_tracing_nvtx():
     assert int(marks[1]) == int(marks[2]) == int(calls[2]) == 885 and int(calls[1]) == 60252  # the README's figures
     first = log[: log.index("== call 2")]
     assert "nonvtx" in first[: first.index("frames")]  # counted on a capture made without NVTX
+
+
+def python_calls_runs() -> list[tuple[str, int, dict[tuple[str, int], float]]]:
+    """python-calls.log: (run, round, {(work, launches): median µs}) in order."""
+    runs: list[tuple[str, int, dict[tuple[str, int], float]]] = []
+    for line in (COST / "python-calls.log").read_text().splitlines():
+        if line.startswith("== "):
+            config, round_ = line.split()[1:]
+            runs.append((config, int(round_), {}))
+        elif line.startswith("RESULT "):
+            result = json.loads(line.removeprefix("RESULT "))
+            runs[-1][2][(result["work"], result["launches"])] = result["median_us"]
+    return [run for run in runs if run[2]]
+
+
+def test_the_python_calls_table_is_what_the_log_gives():
+    rows = re.findall(rf"^\| (\w+) \| (\d) \| {NUMBER} \| {NUMBER} \| {NUMBER} \| {NUMBER} \|$", README, re.M)
+    logged = [
+        (config, str(round_), *(f"{times[key]:.3f}" for key in (("sum", 0), ("sum", 8), ("calls", 0), ("calls", 8))))
+        for config, round_, times in python_calls_runs()
+    ]
+    assert rows == logged
+
+
+def test_plain_python_is_slowed_in_some_profiled_runs_and_not_in_others():
+    """Three profiled runs of five ran 200 Python calls 1.8-1.9 times slower than the same round's unprofiled run,
+    two within 5 %; a launch cost 1.7-2.7 times as much profiled in every run."""
+    runs = python_calls_runs()
+    unprofiled = {round_: times for config, round_, times in runs if config == "unprofiled"}
+    slowed = sorted(
+        round(times[("calls", 0)] / unprofiled[round_][("calls", 0)], 2)
+        for config, round_, times in runs
+        if config != "unprofiled"
+    )
+    assert len(slowed) == 5 and slowed[1] < 1.05 < 1.75 < slowed[2] and slowed[-1] < 1.9
+
+    def launch_us(times: dict[tuple[str, int], float], work: str) -> float:
+        return (times[(work, 8)] - times[(work, 0)]) / 8
+
+    ratios = [
+        launch_us(times, work) / launch_us(unprofiled[round_], work)
+        for config, round_, times in runs
+        if config != "unprofiled"
+        for work in ("sum", "calls")
+    ]
+    assert 1.6 < min(ratios) and max(ratios) < 2.75
