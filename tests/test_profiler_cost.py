@@ -210,4 +210,4 @@ def test_plain_python_is_slowed_in_some_profiled_runs_and_not_in_others():
         if config != "unprofiled"
         for work in ("sum", "calls")
     ]
-    assert 1.6 < min(ratios) and max(ratios) < 2.75
+    assert min(ratios) > 1.6 and max(ratios) < 2.75
