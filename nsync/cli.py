@@ -583,15 +583,14 @@ def _to_settle(
 
     measure = "nsync measure " + (f"--python {shlex.quote(python)} " if python else "") + shlex.quote(shlex.join(words))
     # a loop without optimizer steps (its steps found otherwise): the measure switches on its nsync.step() calls
-    marked = (
-        "" if report.steps.source == "marks" else "; it has no optimizer step: end each of its steps with nsync.step()"
-    )
+    if report.steps.source != "marks":
+        measure += "; it has no optimizer step: end each of its steps with nsync.step()"
     if SWITCH not in render_patch(report, source_dirs, switched=True):
-        return f"to settle it, put the fix behind `if nsync.fixed():` in the program, then: {measure}{marked}"
+        return f"to settle it, put the fix behind `if nsync.fixed():` in the program, then: {measure}"
     if switch is None:
         analyze = f"nsync analyze {shlex.quote(str(sqlite))} --suggest-switch both.patch"
-        return f"to settle it: {analyze} && git apply both.patch && {measure}{marked}"
-    return f"to settle it: git apply {shlex.quote(str(switch))} && {measure}{marked}"
+        return f"to settle it: {analyze} && git apply both.patch && {measure}"
+    return f"to settle it: git apply {shlex.quote(str(switch))} && {measure}"
 
 
 def _capture_window(

@@ -3,7 +3,7 @@
 `python3 scripts/h200-call-overhead.py run`: one process times iterations of fixed Python work plus M tiny kernel
 launches made D Python frames deep, for each (M, D), in blocks; it prints one RESULT line per (M, D): the median
 microseconds an iteration over the blocks, and their spread. `... run calls`: the same for two kinds of Python
-work, a sum over a range (one call, its loop in C: WORKS "sum") and 200 calls of a small Python function ("calls"),
+work (WORKS), a sum over a range (one call, its loop in C: "sum") and 200 calls of a small Python function ("calls"),
 with 0 and 8 launches 4 frames deep (scripts/h200-python-calls.sh). Run it unprofiled and under `nsys profile` with the
 flags nsync profile uses: the difference per launch is what the profiler adds to one CUDA call, and the
 difference with no launches what it adds to plain Python. scripts/h200-call-overhead.sh runs both, alternated
@@ -35,6 +35,13 @@ def python_calls() -> None:
         value = small(value) % 1000
 
 
+def python_sum() -> None:
+    sum(range(PYTHON_WORK))
+
+
+WORKS = {"sum": python_sum, "calls": python_calls}
+
+
 def main(works: tuple[str, ...] = ("sum",), depths: tuple[int, ...] = DEPTHS, launches: tuple[int, ...] = LAUNCHES):
     import torch
 
@@ -47,12 +54,9 @@ def main(works: tuple[str, ...] = ("sum",), depths: tuple[int, ...] = DEPTHS, la
         for _ in range(count):
             x.add_(1)
 
-    def python_sum() -> None:
-        sum(range(PYTHON_WORK))
-
     results = []
     for work, depth, count in ((w, d, c) for w in works for d in depths for c in launches):
-        python_work = python_sum if work == "sum" else python_calls
+        python_work = WORKS[work]
         per_iteration_us = []
         for block in range(BLOCKS + 1):
             torch.cuda.synchronize()

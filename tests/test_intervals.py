@@ -19,7 +19,7 @@ from nsync.calibration import beside, read_calibration
 from nsync.stages.replay import saving_range
 from tests.test_calibration_lab import lab
 from tests.test_calibration_lab import measured as lab_measured
-from tests.test_fresh import NOT_KEPT, logged_runs
+from tests.test_fresh import NOT_KEPT, SESSIONS, logged_runs
 from tests.test_fresh import timings as fresh_measured
 from tests.test_real_programs import measured as real_measured
 
@@ -93,7 +93,7 @@ def held_out(calibrated_: bool = True) -> dict[str, tuple[float, tuple[float, fl
     return cases
 
 
-FRESH_SESSIONS = ("fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "fresh8", "fresh9")
+FRESH_SESSIONS = tuple(folder.name for folder in SESSIONS)
 
 
 def inside(measured_ms: float, predicted: tuple[float, float, float]) -> bool:

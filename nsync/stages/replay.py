@@ -410,6 +410,12 @@ class LoopSaving(NamedTuple):
     reads_per_step: float
 
 
+# How far a loop's point lies from its reads released (0) to the whole loop gone (1), with the point a mean over
+# the host scales: chosen on the measured fixes of the sessions before fixtures/fresh8 (16 of them do a loop at
+# once), scored on fresh8 and fresh9 (0.5 before; fixtures/h200/README.md, "A loop done at once")
+LOOP_GONE_SHARE = 0.6
+
+
 def loop_saving(
     kept_ns: np.ndarray, vectorised_ns: np.ndarray, weights: np.ndarray
 ) -> tuple[float, tuple[float, float]]:
@@ -422,12 +428,6 @@ def loop_saving(
     (``weights``: scale_weights); the span runs from the least of the two to the largest."""
     between = kept_ns + LOOP_GONE_SHARE * (vectorised_ns - kept_ns)
     return float(weights @ between), (float(min(kept_ns.min(), between.min())), float(vectorised_ns.max()))
-
-
-# How far a loop's point lies from its reads released (0) to the whole loop gone (1), with the point a mean over
-# the host scales: chosen on the measured fixes of the sessions before fixtures/fresh8 (16 of them do a loop at
-# once), scored on fresh8 and fresh9 (0.5 before; fixtures/h200/README.md, "A loop done at once")
-LOOP_GONE_SHARE = 0.6
 
 
 # Separate unprofiled runs of one program: the standard deviation of their steps' logarithms, a median 11.7 %
