@@ -220,10 +220,6 @@ def analyze(
             own_sites=_own_sites(callsites),
             host_speed_spread=config.host_speed_spread,
             calibration_runs=1 if calibration is None else calibration.runs,
-            calls=trace.api[["start", "end", "global_tid"]],
-            call_overhead_ns=calibration.call_overhead_ns
-            if calibration is not None and calibrated_steps_ns is not None
-            else 0.0,
         )
     except ReplaySkipped as skipped:
         warnings.append(str(skipped))

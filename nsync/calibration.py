@@ -27,25 +27,6 @@ SUFFIX = ".calibration.json"
 
 
 @dataclass(frozen=True)
-class Probe:
-    """What nsync's probe took in one run (sitecustomize ``_probe``, at the window's end): ``python_ns``, a
-    fixed stretch of plain Python calls; ``launch_ns``, one tiny kernel's launch from Python (medians over its
-    blocks)."""
-
-    python_ns: float
-    launch_ns: float
-
-
-def call_overhead_ns(unprofiled: Probe | None, profiled: Probe | None) -> float:
-    """The profiler's own time in one CUDA call, from the probe of the calibration run and of the capture: what
-    a launch took more under the profiler than its plain Python's slow-down explains (0 without both)."""
-    if unprofiled is None or profiled is None:
-        return 0.0
-    python_slowdown = profiled.python_ns / unprofiled.python_ns
-    return max(profiled.launch_ns - python_slowdown * unprofiled.launch_ns, 0.0)
-
-
-@dataclass(frozen=True)
 class Calibration:
     """Unprofiled GPU time between successive steps, per step source (``marks``, ``nvtx:NAME``)."""
 
@@ -56,13 +37,6 @@ class Calibration:
     wall_s: float = 0.0
     window_from: dict[str, int] = field(default_factory=dict)  # per source, the first interval in the window
     run_medians_ns: dict[str, tuple[float, ...]] = field(default_factory=dict)  # per source, each run's median step
-    probe: Probe | None = None  # the probe of the (first) calibration run
-    captured_probe: Probe | None = None  # the probe of the capture (under the profiler)
-
-    @property
-    def call_overhead_ns(self) -> float:
-        """The profiler's own time in each CUDA call of the capture (0: not probed in both runs)."""
-        return call_overhead_ns(self.probe, self.captured_probe)
 
     @property
     def runs(self) -> int:
@@ -129,9 +103,6 @@ def write_calibration(calibration: Calibration, target: Path) -> None:
     }
     if calibration.runs > 1:  # the steps of several runs, pooled: each run's median beside them
         document["run_medians_ns"] = {source: list(v) for source, v in calibration.run_medians_ns.items()}
-    for key, probe in (("probe", calibration.probe), ("captured_probe", calibration.captured_probe)):
-        if probe is not None:
-            document[key] = {"python_ns": round(probe.python_ns), "launch_ns": round(probe.launch_ns)}
     target.write_text(json.dumps(document, indent=1) + "\n")
 
 
@@ -146,19 +117,7 @@ def read_calibration(path: Path) -> Calibration:
         exit_code=int(data.get("exit_code") or 0),
         wall_s=float(data.get("wall_s") or 0.0),
         run_medians_ns={source: tuple(v) for source, v in intervals_of(data.get("run_medians_ns"), path).items()},
-        probe=probe_of(data.get("probe")),
-        captured_probe=probe_of(data.get("captured_probe")),
     )
-
-
-def probe_of(value: Any) -> Probe | None:
-    """A probe's two timings (``{"python_ns": ..., "launch_ns": ...}``); None where either is not a positive
-    number of nanoseconds."""
-    if not isinstance(value, dict):
-        return None
-    if not (_positive_ns(value.get("python_ns")) and _positive_ns(value.get("launch_ns"))):
-        return None
-    return Probe(float(value["python_ns"]), float(value["launch_ns"]))
 
 
 def intervals_of(value: Any, path: Path, strict: bool = False) -> dict[str, np.ndarray]:

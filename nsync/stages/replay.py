@@ -80,26 +80,14 @@ class ReplayModel:
     sync_site: np.ndarray  # each sync's call site (site_id)
     window_start_ns: int  # host time is scaled from here until a thread's first sync
     steps: Steps  # the replayed steps (warm-up 0)
-    # the profiler's own time inside the CUDA calls of the thread between an op's (a sync's) anchor and its
-    # launch (its start, where a released sync resumes): taken off the host time before it is scaled
-    op_overhead_ns: np.ndarray
-    sync_overhead_ns: np.ndarray
-    release_overhead_ns: np.ndarray
     op_in_steps: tuple[np.ndarray, np.ndarray]  # the ops launched inside a step, and its index
 
 
-def prepare(
-    ops: pd.DataFrame,
-    syncs: pd.DataFrame,
-    steps: Steps,
-    calls: pd.DataFrame | None = None,
-    call_overhead_ns: float = 0.0,
-) -> ReplayModel:
+def prepare(ops: pd.DataFrame, syncs: pd.DataFrame, steps: Steps) -> ReplayModel:
     """The replay of ``steps`` (all of them are replayed: warm-up 0): the ops launched and the syncs
     started between the first step's start and the last one's end. ``syncs``: detected syncs with
     exposed_start_ns, scope and cutoff. Work launched before the window stays as measured: each stream is busy
-    until its measured end. ``calls`` (start, end, global_tid: the CUDA calls) each lost ``call_overhead_ns`` to
-    the profiler (a probe measured it: nsync.calibration.Probes), which the replay takes off the host's time."""
+    until its measured end."""
     start_ns, end_ns = int(steps.table["start"].iloc[0]), int(steps.table["end"].iloc[-1])
     all_launch = ops["launch_start"].to_numpy(np.int64)
     before = all_launch < start_ns
@@ -126,9 +114,6 @@ def prepare(
     anchor = _anchor_syncs(op_tid, ops_in["global_pid"].to_numpy(np.int64), launch, syncs, s0)
     prev = neighbour_in_group(tids, -1)
     call_first = _calls(prev, *(syncs[c].to_numpy(np.int64) for c in CALL_KEYS))
-    anchor_ns = np.append(s1, start_ns)  # an anchor's time; index -1: the window's start
-    overhead = _OverheadClock(calls, call_overhead_ns)
-    release_at = np.where(is_read, syncs["read_start_ns"].to_numpy(np.int64), s0)
     return ReplayModel(
         op_launch=launch.astype(float),
         op_dur=(end - start).astype(float),
@@ -141,7 +126,7 @@ def prepare(
         sync_start=s0,
         sync_end=s1,
         sync_own=own.astype(float),
-        sync_release_at=release_at,
+        sync_release_at=np.where(is_read, syncs["read_start_ns"].to_numpy(np.int64), s0),
         sync_release_cost=np.where(is_read, 0, own).astype(float),
         sync_prev=prev,
         sync_call_first=call_first,
@@ -152,9 +137,6 @@ def prepare(
         window_start_ns=start_ns,
         steps=Steps(table=steps.table.reset_index(drop=True), source=steps.source, warmup=0),
         op_in_steps=launched_in_steps(steps, launch),
-        op_overhead_ns=overhead.between(op_tid, anchor_ns[anchor], launch),
-        sync_overhead_ns=overhead.between(tids, anchor_ns[prev], s0),
-        release_overhead_ns=overhead.between(tids, anchor_ns[prev], release_at),
     )
 
 
@@ -181,46 +163,6 @@ def _launch_latency_and_gap(
 
 
 CALL_KEYS = ("site_id", "caller_id", "stack_id")  # what tells one call of a line from the next (_calls)
-
-
-MIN_CALL_NS = 1_000  # what a CUDA call takes at least without the profiler: its overhead is taken off above it
-
-
-class _OverheadClock:
-    """The profiler's time inside each thread's CUDA calls, summed: ``call_overhead_ns`` a call, but never
-    more than the call took above MIN_CALL_NS (a call inside another counts as part of it)."""
-
-    def __init__(self, calls: pd.DataFrame | None, call_overhead_ns: float) -> None:
-        self.on = calls is not None and len(calls) > 0 and call_overhead_ns > 0
-        if not self.on:
-            return
-        assert calls is not None
-        tid, start, end = (calls[c].to_numpy(np.int64) for c in ("global_tid", "start", "end"))
-        order = np.lexsort((start, tid))
-        tid, start, end = tid[order], start[order], end[order]
-        same = np.r_[False, tid[1:] == tid[:-1]]
-        # inside another call of its thread: a later start before the latest end so far (per thread)
-        latest = np.maximum.accumulate(np.where(same, end, np.iinfo(np.int64).min))
-        nested = same & (start < np.r_[np.iinfo(np.int64).min, latest[:-1]])
-        taken = np.where(nested, 0.0, np.clip(end - start - MIN_CALL_NS, 0, call_overhead_ns))
-        self.tid, self.end, self.taken = tid, end, taken
-
-    def between(self, tid: np.ndarray, since_ns: np.ndarray, until_ns: np.ndarray) -> np.ndarray:
-        """Overhead inside the calls of thread ``tid`` that ended after ``since_ns`` and by ``until_ns``."""
-        if not self.on or not len(tid):
-            return np.zeros(len(tid))
-        return np.clip(self._by(tid, until_ns) - self._by(tid, since_ns), 0, None)
-
-    def _by(self, tid: np.ndarray, at_ns: np.ndarray) -> np.ndarray:
-        """Overhead of the calls that ended by ``at_ns``, summed over all threads before ``tid`` and ``tid``'s
-        own (only differences within a thread mean anything)."""
-        keys = np.concatenate([self.tid, tid]), np.concatenate([self.end, at_ns.astype(np.int64)])
-        is_query = np.r_[np.zeros(len(self.tid), bool), np.ones(len(tid), bool)]
-        order = np.lexsort((is_query, keys[1], keys[0]))  # a call ending at the query's time counts
-        summed = np.cumsum(np.where(is_query, 0.0, np.r_[self.taken, np.zeros(len(tid))])[order])
-        out = np.empty(len(tid))
-        out[order[is_query[order]] - len(self.tid)] = summed[is_query[order]]
-        return out
 
 
 def _calls(prev: np.ndarray, site: np.ndarray, caller: np.ndarray, stack: np.ndarray) -> np.ndarray:
@@ -390,8 +332,7 @@ def replay(model: ReplayModel, released: np.ndarray, host_scale: float = 1.0, ve
 
     def ready(rows: np.ndarray) -> np.ndarray:
         seg = model.op_thread_sync[rows]
-        host_ns = model.op_launch[rows] - anchor[seg] - model.op_overhead_ns[rows]
-        return anchor[seg] + shift[seg] + host_scale * host_ns + ready_after[rows]
+        return anchor[seg] + shift[seg] + host_scale * (model.op_launch[rows] - anchor[seg]) + ready_after[rows]
 
     def advance(key: tuple[int, int, int], upto: int) -> float:
         st = state[key]
@@ -409,7 +350,6 @@ def replay(model: ReplayModel, released: np.ndarray, host_scale: float = 1.0, ve
     resume_at, resume_cost = model.sync_release_at.tolist(), model.sync_release_cost.tolist()
     anchors = anchor.tolist()
     call_first = call_first.tolist()
-    sync_overhead, release_overhead = model.sync_overhead_ns.tolist(), model.release_overhead_ns.tolist()
     for k in range(len(starts)):  # scalars: this loop runs once per sync
         prev = prev_of[k]
         first = call_first[k]
@@ -418,10 +358,10 @@ def replay(model: ReplayModel, released: np.ndarray, host_scale: float = 1.0, ve
             continue
         if not blocking[k]:  # the host goes on: from the sync's start after its own cost, or past a read
             at = resume_at[k]
-            resumed = anchors[prev] + shift[prev] + host_scale * (at - anchors[prev] - release_overhead[k])
+            resumed = anchors[prev] + shift[prev] + host_scale * (at - anchors[prev])
             shift[k] = resumed + resume_cost[k] - ends[k]
             continue
-        start = anchors[prev] + shift[prev] + host_scale * (starts[k] - anchors[prev] - sync_overhead[k])
+        start = anchors[prev] + shift[prev] + host_scale * (starts[k] - anchors[prev])
         for key, count in model.sync_waits[k]:  # wait for the GPU, then return after the call's own cost
             start = max(start, advance(key, count))
         shift[k] = start + own[k] - ends[k]
@@ -625,16 +565,12 @@ class HostScaleFit(NamedTuple):
     held: bool = True
 
 
-def fit_host_scale(
-    predict: Callable[[float], float], target_ns: float, uncalibrated: float, most: float = PROFILED_HOST_SCALE_MAX
-) -> HostScaleFit:
+def fit_host_scale(predict: Callable[[float], float], target_ns: float, uncalibrated: float) -> HostScaleFit:
     """The host scale whose replay (``predict``, non-decreasing in the scale) runs at ``target_ns``, the
     program's unprofiled step, and a note on how it was found.
 
     Where the replay cannot run that fast (the GPU bounds it), the calibration only says the host is at
-    least as fast as the edge of that bound: the scale is the edge, or the uncalibrated one if lower. ``most``:
-    the largest scale a profiled host can have (PROFILED_HOST_SCALE_MAX; 1 once the profiler's time inside
-    CUDA calls is taken off: what is left may be unslowed)."""
+    least as fast as the edge of that bound: the scale is the edge, or the uncalibrated one if lower."""
     low, high = SCALE_RANGE
     fastest, slowest = predict(low), predict(high)
     if slowest < target_ns:  # even a host slower than under nsys leaves the replay faster: the GPU was slower
@@ -649,12 +585,12 @@ def fit_host_scale(
         middle = (low + high) / 2
         low, high = (middle, high) if predict(middle) <= goal else (low, middle)
     if fastest <= target_ns * (1 + FIT_TOLERANCE):
-        if low > most:
+        if low > PROFILED_HOST_SCALE_MAX:
             return HostScaleFit(
-                most,
+                PROFILED_HOST_SCALE_MAX,
                 f"the unprofiled run ({target_ns / 1e6:.3f} ms a step) fits a host slower than the profiler ever "
                 f"leaves one (host scale {low:.3g}): that run's host was slow, so the scale is capped at "
-                f"{most:.3g} and the likely range takes in the uncalibrated host scales",
+                f"{PROFILED_HOST_SCALE_MAX:.3g} and the likely range takes in the uncalibrated host scales",
                 held=False,
             )
         return HostScaleFit(low, f"the replay matches its unprofiled step ({target_ns / 1e6:.3f} ms)")
@@ -692,15 +628,14 @@ def other_scales(
     target_ns: float | None,
     spread: float,
     scale_range: tuple[float, ...],
-    most: float = PROFILED_HOST_SCALE_MAX,
 ) -> tuple[float, ...]:
     """The other host scales the run may have had beside ``fit``'s: fitted to another run's unprofiled step,
     ``spread`` times faster or slower than the calibration run's (``target_ns``; a run slower than any host
     scale can replay: the slowest host the profiler leaves, 1 / 1.1), and, where no calibration holds, the
     ends of the range of scales fitted on real and lab programs."""
     fitted = () if target_ns is None else (
-        fit_host_scale(predict, target_ns / spread, fit.scale, most).scale,
-        fit_host_scale(predict, target_ns * spread, most, most).scale,
+        fit_host_scale(predict, target_ns / spread, fit.scale).scale,
+        fit_host_scale(predict, target_ns * spread, PROFILED_HOST_SCALE_MAX).scale,
     )  # fmt: skip
     unbounded = () if fit.held else scale_range
     return tuple(s for s in dict.fromkeys((*fitted, *unbounded)) if s != fit.scale)
@@ -726,8 +661,6 @@ def what_if(
     own_sites: list[int] | None = None,
     host_speed_spread: float = 0.0,
     calibration_runs: int = 1,
-    calls: pd.DataFrame | None = None,
-    call_overhead_ns: float = 0.0,
 ) -> WhatIf:
     """Replay each call site of ``callsites`` (its syncs released), each of ``groups`` (lists of site ids
     released together), and all at once; ReplaySkipped says why not. ``syncs``: every detected sync, with
@@ -736,8 +669,7 @@ def what_if(
     have had (other_scales: ``spread``, ``scale_range``), which give its span. ``own_sites``: the sites whose
     syncs the program's own code issues, released together too (all sites if None). ``host_speed_spread``:
     calibrated, the step as it is is also replayed with the host that much faster and slower, the calibration
-    being of ``calibration_runs`` runs. ``calls``, ``call_overhead_ns``: the profiler's time in each CUDA call,
-    taken off the host's time before it is scaled (prepare)."""
+    being of ``calibration_runs`` runs."""
     groups = groups or []
     if steps.count < 2:
         raise ReplaySkipped("what-if replay needs steps")
@@ -761,8 +693,7 @@ def what_if(
             f"what-if replay skipped: {len(window)} syncs in {stop - first} steps are too many to replay "
             f"(analyse a part of the capture: {setting('AnalysisConfig.window_s')})"
         )
-    model = prepare(ops, syncs, Steps(table=replayed, source=steps.source, warmup=0), calls, call_overhead_ns)
-    most = 1.0 if call_overhead_ns > 0 else PROFILED_HOST_SCALE_MAX
+    model = prepare(ops, syncs, Steps(table=replayed, source=steps.source, warmup=0))
     none = np.zeros(len(model.sync_start), bool)
 
     # each replay once: the fits and the savings share the trace as it is, a loop of one site its kept replay with
@@ -791,9 +722,9 @@ def what_if(
     target_ns = None if calibrated_steps_ns is None else _median(calibrated_steps_ns)
     fit = HostScaleFit(host_scale, "", held=False)  # uncalibrated
     if target_ns is not None:
-        fit = fit_host_scale(predict_as_is, target_ns, host_scale, most)
+        fit = fit_host_scale(predict_as_is, target_ns, host_scale)
     host_scale = fit.scale
-    scales = (host_scale, *other_scales(predict_as_is, fit, target_ns, spread, scale_range, most))
+    scales = (host_scale, *other_scales(predict_as_is, fit, target_ns, spread, scale_range))
     # the budget again with the host scales the fit left (the span was chosen for the most it could leave)
     sites_fit = (REPLAY_BUDGET // max(len(window), 1) - 1 - fits - speeds) // len(scales) - 3 - len(groups)
     # the loops of the program's own code (one inside a library is no loop of the user's to do at once)
