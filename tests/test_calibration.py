@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import nsync
 from nsync.calibration import SCHEMA, beside, read_calibration, write_calibration
 from nsync.calibration_run import run_calibration
 from nsync.errors import TraceError
@@ -41,6 +42,7 @@ FAKE_TORCH = {
         "    def wrapper(*args, **kwargs): disabled.append(fn.__name__); return fn(*args, **kwargs)\n"
         "    return wrapper\n"
     ),
+    "torch/version.py": "cuda = '12.8'  # a CUDA build\n",
     "torch/optim/__init__.py": "",
     "torch/optim/optimizer.py": (
         "pre, post = [], []\n"
@@ -95,6 +97,23 @@ def test_the_injected_sitecustomize_marks_optimizer_steps_and_runs_the_one_it_sh
     assert done.returncode == 0, done.stderr
     step = [("push", STEP_MARK), ("pop",)]
     assert done.stdout.strip() == f"{step + step} True"
+
+
+def test_a_torch_built_without_cuda_runs_its_optimizer_steps_unmarked_and_unharmed(tmp_path: Path):
+    """A torch built without CUDA has NVTX functions that raise (torch.cuda.nvtx's stub): the step hooks must not
+    call them, or a CPU program's optimizer step fails under nsync profile (seen with torch 2.13+cpu)."""
+    fake = fake_torch(tmp_path / "fake")
+    (fake / "torch/version.py").write_text("cuda = None\n")
+    (fake / "torch/cuda/nvtx.py").write_text(
+        "def range_push(name): raise RuntimeError('NVTX functions not installed')\nrange_pop = range_push\n"
+    )
+    program = (
+        "import torch, nsync\nfrom torch.optim.optimizer import Optimizer\n"
+        "Optimizer().step(); nsync.step()\nprint('ok')\n"
+    )
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": f"{inject.folder()}:{fake}:{Path(nsync.__file__).parents[1]}"}
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, env=env, timeout=60)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "ok\n", "")
 
 
 def test_the_calibration_run_times_each_step_between_optimizer_steps_and_nvtx_ranges(tmp_path: Path, monkeypatch):

@@ -261,7 +261,10 @@ def _step_hooks():
     nvtx = None
     if not _CALIBRATE_DIR:
         with contextlib.suppress(Exception):  # no CUDA build: nothing to mark
-            from torch.cuda import nvtx
+            import torch.version
+
+            if torch.version.cuda:  # (a torch built without CUDA has NVTX functions that raise)
+                from torch.cuda import nvtx
 
     def before_step(optimizer, args, kwargs):
         if _window.active:
