@@ -8,14 +8,49 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from nsync import build_report, render_html, render_markdown
 from nsync.render.figures import steps_figure, timeline_figure
+from nsync.render.terminal import CONTINUED, code_lines
 from tests.browser import CHROMIUM, FLAGS, figures_of, needs_chromium
 from tests.conftest import PROBE_LINES
 from tests.test_cli import NSYNC, ROOT, run
 
 DEG = ROOT / "fixtures/h200/print_deg.sqlite.xz"
+
+
+def test_at_80_columns_a_fix_s_long_line_of_code_goes_on_below_it_marked_never_at_the_margin() -> None:
+    """The demo's set-up line (92 columns at its indent) folded at the margin: its second half, a print(), read as
+    a line of code of its own. Now it breaks at a space and goes on four columns further in, marked."""
+    printed = subprocess.run(
+        [*NSYNC, "analyze", str(DEG)], capture_output=True, text=True, timeout=120,
+        env={"PATH": "/usr/bin:/bin", "COLUMNS": "80"},
+    ).stdout.splitlines()  # fmt: skip
+    at = printed.index("      once, before line 15:")
+    assert printed[at + 1 : at + 3] == [
+        "        printed = []  # print them once, after the loop:",
+        f"            {CONTINUED}print(torch.stack(printed).tolist())",
+    ]
+    source = printed.index("    print(y.sum())           # SYNC: printing a CUDA tensor copies it to the")
+    assert printed[source + 1] == f"        {CONTINUED}host"
+    assert max(map(len, printed)) <= 80
+
+
+@given(
+    st.text(st.sampled_from("ab( )#:\n"), max_size=300),
+    st.sampled_from(["", "    ", "        "]),
+    st.integers(min_value=1, max_value=120),
+)
+def test_code_lines_keep_every_character_and_the_width_where_it_can(text: str, indent: str, width: int) -> None:
+    lines = code_lines(text, indent, width)
+    kept = "".join(
+        line.replace(CONTINUED, "", 1 if line.startswith(indent + "    " + CONTINUED) else 0) for line in lines
+    )
+    assert "".join(kept.split()) == "".join(text.split())
+    if width >= len(indent) + 4 + len(CONTINUED) + 1:
+        assert max((len(line) for line in lines), default=0) <= width
 
 
 @pytest.mark.slow
@@ -45,7 +80,7 @@ def test_every_call_site_shows_its_line_its_cost_and_its_fix_at_any_width(column
         (first,) = [
             k for k, line in enumerate(lines) if re.match(rf"#\d probe\.py:{number}  {function}  saving ", line)
         ]
-        block = " ".join(line.strip() for line in lines[first + 1 : first + 8])
+        block = " ".join(line.strip().removeprefix(CONTINUED) for line in lines[first + 1 : first + 8])
         assert " ".join(code[number - 1].split()) in " ".join(block.split())
         assert "exposed idle" in block and "host wait" in block and "fix (" in block
     assert not table or any(line.startswith("fix #1 probe.py:21 (value read") for line in lines)

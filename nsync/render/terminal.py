@@ -23,6 +23,38 @@ Column = tuple[str, str, JustifyMethod]  # a table column: its header, its key i
 ISSUED_AT: Column = ("issued at", "issued", "left")  # the library line that issues a site's sync
 SOURCE_LINE: Column = ("line", "code", "left")
 SETTING = {"library": "the setting", "code": "set once", "kind": "set once"}  # a set-up without a place
+CONTINUED = "↪ "  # begins the rest of a line of code too long for the width, four columns further in
+
+
+def packed(label: str, items: list[str], width: int) -> str:
+    """``label`` and ``items`` joined by " · ", a line broken between two items, never inside one (unless it is
+    longer than the width by itself)."""
+    lines = [label + items[0]]
+    for item in items[1:]:
+        if len(lines[-1]) + 3 + len(item) > width:
+            lines[-1] += " ·"
+            lines.append(item)
+        else:
+            lines[-1] += " · " + item
+    return "\n".join(lines)
+
+
+def code_lines(text: str, indent: str, width: int) -> list[str]:
+    """Lines of code at ``indent``, as written; one longer than the width breaks at its last space that fits
+    (anywhere, if none) and goes on below, four columns further in behind :data:`CONTINUED`: no part of it
+    passes for a line of its own, and nothing is left out."""
+    out = []
+    for line in textwrap.dedent(text).splitlines():
+        head, rest = indent, line
+        while len(head) + len(rest) > width and width - len(head) > len(CONTINUED):
+            room = width - len(head)
+            cut = rest.rfind(" ", 1, room + 1)
+            cut = cut if cut > room // 2 else room  # no space far enough in: break inside the word
+            out.append(head + rest[:cut].rstrip())
+            head, rest = indent + "    " + CONTINUED, rest[cut:].lstrip()
+        out.append(head + rest)
+    return out
+
 
 if TYPE_CHECKING:
     from nsync.analysis import Analysis
@@ -80,7 +112,7 @@ def summary(
         head.append(f"verdict: {report.verdict.text}\n", style="bold")
     phases = [_phase_text(phase) for phase in report.phases]
     if len(phases) > 1:
-        head.append("phases: " + " · ".join(phases) + "\n")
+        head.append(packed("phases: ", phases, width) + "\n")
     parts: list[Text | Table | Group] = [head]
     if sites:
         shown = sites[:top]
@@ -132,7 +164,6 @@ def _blocks(sites: list[CallSite], code: list[str], per_step: bool, verbose: boo
         wait = site.host_wait_ms_per_step if per_step else site.host_wait_ms
         per = f" · {fixed(site.syncs_per_step, 2)} syncs/step" if per_step else ""
         details = [
-            line,
             f"issued at {site.issued_at}" if site.issued_at else "",
             f"exposed idle {fixed(exposed)} {unit} · host wait {fixed(wait)} {unit}{per} · lead before "
             f"{fixed(site.lead_before_ms_mean)} ms · {site.count} syncs",
@@ -146,7 +177,7 @@ def _blocks(sites: list[CallSite], code: list[str], per_step: bool, verbose: boo
             for text in details
             if text
         )  # fmt: skip
-        first.append("\n" + "\n".join(indented) + "\n")
+        first.append("\n" + "\n".join([*code_lines(line, "    ", width), *indented]) + "\n")
         blocks.append(first)
         if site.advice:
             blocks.extend([*_fix(site, "    fix", width, indent="    "), Text("")])
@@ -155,7 +186,7 @@ def _blocks(sites: list[CallSite], code: list[str], per_step: bool, verbose: boo
 
 def _fix(site: CallSite, label: str, width: int, indent: str = "") -> list[Text]:
     """A call site's fix: its pattern and why in words, then the rewrite and its set-up as code (a line longer
-    than the width folds: --markdown and --suggest-patch hold it whole), then what it will not do. The sync
+    than the width goes on below it: code_lines), then what it will not do. The sync
     kind's hint where there is no advice."""
     advice = site.advice
     if advice is None:
@@ -168,8 +199,7 @@ def _fix(site: CallSite, label: str, width: int, indent: str = "") -> list[Text]
         )  # fmt: skip
 
     def code(text: str) -> list[Text]:
-        return [Text(f"{indent}    {line}", style="green", overflow="fold") for line in
-                textwrap.dedent(text).splitlines()]  # fmt: skip
+        return [Text(line, style="green") for line in code_lines(text, indent + "    ", width)]
 
     elsewhere = advice.first_line and (advice.file, advice.first_line) != (site.file, site.line)
     at = f" (the rewrite is at {where(advice.file, advice.first_line)})" if elsewhere else ""
@@ -201,7 +231,7 @@ def _read_together(group: ReadTogether, width: int) -> list[Text]:
     said, code = edits_said(group.edits)
     wrap = textwrap.TextWrapper(width, initial_indent="  ", subsequent_indent="  ", break_long_words=False)
     lines = [head, Text(wrap.fill(f"{group.why}.")), Text(f"  {said}")]
-    lines += [Text(f"    {line}", style="green", overflow="fold") for line in code.splitlines()]
+    lines += [Text(line, style="green") for line in code_lines(code, "    ", width)]
     return [*lines, Text(wrap.fill(group.caveat))]
 
 
