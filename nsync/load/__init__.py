@@ -191,9 +191,14 @@ def _attach_backtraces(api: pd.DataFrame, twins: dict[str, np.ndarray], marks: p
     return api.assign(py_stack_id=py_stack_id, callchain_id=callchain_id)
 
 
+# the calls nsys takes backtraces of with --cudabacktrace=sync,memory (Python frames with them): a trace without
+# one (a compiled program's launches alone, no copy, no sync) has no frames to miss
+BACKTRACED_CALLS = r"Synchronize|Memcpy|Memset|Malloc|Free"
+
+
 def _frame_warnings(db: ExportDb, trace: Trace, frameless: int) -> list[str]:
     """Say why Python lines may be missing or approximate, and how to capture them."""
-    if len(trace.api) == 0 or (trace.api["py_stack_id"] >= 0).any():
+    if not trace.api["api"].str.contains(BACKTRACED_CALLS).any() or (trace.api["py_stack_id"] >= 0).any():
         return []
     version = trace.nsys_version or "unknown"
     capture = (
