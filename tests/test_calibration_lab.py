@@ -74,20 +74,21 @@ def test_a_calibrated_replay_runs_at_the_program_s_own_unprofiled_speed(folder: 
 
 @pytest.mark.slow
 def test_the_error_of_the_predicted_savings_is_the_one_the_readme_states():
-    # measured: 25.5 % uncalibrated, 25.9 % calibrated over the six scenarios beyond noise (README)
+    # measured: 28.0 % uncalibrated, 26.9 % calibrated over the six scenarios beyond noise (README; 25.5 and 25.9 %
+    # while the replay's dispatch gap kept what nsys adds to it)
     assert mean_error(calibrated=False) <= 0.30
     assert mean_error(calibrated=True) <= 0.30
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="unpinned: 25.5 % uncalibrated, 25.9 % calibrated (README)")
+@pytest.mark.xfail(strict=True, reason="unpinned: 28.0 % uncalibrated, 26.9 % calibrated (README)")
 def test_the_calibrated_error_is_within_10_percent():
     assert mean_error(calibrated=True) <= 0.10
 
 
 @pytest.mark.slow
 def test_pinned_to_the_same_cpus_the_calibrated_error_is_a_third_of_the_uncalibrated():
-    # measured: 11.4 % calibrated, 31.7 % uncalibrated over the scenarios beyond noise (README)
+    # measured: 10.1 % calibrated, 31.8 % uncalibrated over the scenarios beyond noise (README)
     assert mean_error(calibrated=True, folder=PINNED) <= mean_error(calibrated=False, folder=PINNED) / 2.5
     assert 0.25 <= mean_error(calibrated=False, folder=PINNED) <= 0.40  # one host scale cannot do it
 
@@ -95,7 +96,7 @@ def test_pinned_to_the_same_cpus_the_calibrated_error_is_a_third_of_the_uncalibr
 @pytest.mark.slow
 @pytest.mark.xfail(
     strict=True,
-    reason="11.4 % (9.6 % with the point at the fitted scale): the point is a mean over the host speeds another run "
+    reason="10.1 % (9.6 % with the point at the fitted scale): the point is a mean over the host speeds another run "
     "may have, which a host pinned like its calibration run varies less than (fixtures/h200/README.md, 'The point')",
 )
 def test_pinned_to_the_same_cpus_the_calibrated_error_is_within_10_percent():

@@ -58,20 +58,10 @@ def test_the_ci_gate_fails_on_the_hidden_regression():
     assert run("diff", healthy, degraded, "--fail-on-regression", "10").returncode == 0
 
 
-@pytest.mark.parametrize(
-    "pair",
-    [
-        "1",
-        pytest.param(
-            "2",
-            marks=pytest.mark.xfail(
-                strict=True, reason="0.32 ms predicted where 0.49 was measured (-37 %): fixtures/h200/README.md"
-            ),
-        ),
-    ],
-)
+@pytest.mark.parametrize("pair", ["1", "2"])
 def test_the_what_if_prices_the_hidden_item_within_30_percent(pair: str):
-    """Calibrated: the replay's dispatch gap between queued kernels makes the capture GPU-bound where it is."""
+    """Calibrated: the replay's dispatch gap between queued kernels makes the capture GPU-bound where it is. Pair 2
+    was predicted at 0.32 ms (-37 %) while the gap kept what nsys adds to it (fixtures/h200/profiler-cost)."""
     what_if = capture(pair, "degraded").what_if
     assert what_if is not None
     saving_ms = (what_if.unprofiled_step_ns - what_if.without_syncs_step_ns) / 1e6
@@ -95,10 +85,12 @@ PREPARATION_US = 440  # w_hidden's batch preparation unprofiled (fixtures/h200/R
 
 
 @pytest.mark.slow
-def test_pair_2_s_preparation_ran_at_its_unprofiled_speed_under_nsys_and_the_host_scale_shrinks_it(tmp_path):
-    """Why pair 2's saving stays under (fixtures/h200/README.md): the host's gap from each `.item()`'s stream
-    sync to the next launch (the batch's preparation in Python) took 1.0-1.25 times its unprofiled 0.44 ms in the
-    capture, while the host scale fitted to the whole step (0.67) takes it to under 0.8 times."""
+def test_pair_2_s_preparation_ran_at_its_unprofiled_speed_under_nsys_and_the_host_scale_keeps_it_so(tmp_path):
+    """Why pair 2's saving was under (fixtures/h200/README.md): the host's gap from each `.item()`'s stream sync to
+    the next launch (the batch's preparation in Python) took 1.0-1.25 times its unprofiled 0.44 ms in the
+    capture, and the host scale fitted to the whole step (0.67) took it to under 0.8 times: the replay's queued
+    kernels ran at the profiled GPU's pace, and the fit took the difference out of the host. With the gap less
+    what nsys adds (PROFILER_GAP_NS), the scale is 0.87 and the preparation within a tenth of its own speed."""
     import lzma
     import sqlite3
 
@@ -119,4 +111,5 @@ def test_pair_2_s_preparation_ran_at_its_unprofiled_speed_under_nsys_and_the_hos
     mean_us = sum(gaps_us) / len(gaps_us)
     assert len(gaps_us) >= 60 and PREPARATION_US <= mean_us <= 1.25 * PREPARATION_US
     host_scale = capture("2", "degraded").what_if.host_scale
-    assert host_scale == pytest.approx(0.67, abs=0.01) and mean_us * host_scale < 0.8 * PREPARATION_US
+    assert host_scale == pytest.approx(0.87, abs=0.01)
+    assert 0.9 * PREPARATION_US <= mean_us * host_scale <= 1.1 * PREPARATION_US

@@ -103,9 +103,10 @@ def inside(measured_ms: float, predicted: tuple[float, float, float]) -> bool:
 @pytest.mark.slow
 def test_the_ratio_holds_the_set_it_was_tuned_on_with_a_tenth_to_spare():
     """measured over the least and over the largest saving of the span, over the six lab effects beyond noise,
-    calibrated and not: 1.07 to 1.20, which saving_ratio widens by a tenth and rounds out to a tenth (0.9, 1.4).
-    It was 1.41 (so 1.6) before a slower run's host scale was replayed where the replay cannot reach that run's
-    step (the slowest host nsys leaves, 1 / 1.1, instead of the fitted one)."""
+    calibrated and not: 1.04 to 1.24, which saving_ratio, widened by a tenth, still holds (0.9, 1.4; 1.07 to 1.20
+    when it was set, before the replay's dispatch gap lost what nsys adds to it). It was 1.41 (so 1.6) before a
+    slower run's host scale was replayed where the replay cannot reach that run's step (the slowest host nsys
+    leaves, 1 / 1.1, instead of the fitted one)."""
     spans = [
         (saving, lab(f"{name}_degraded", calibrated_).what_if.all_syncs_span_ns)
         for name, (saving, beyond) in lab_measured("cal").items()
@@ -114,7 +115,7 @@ def test_the_ratio_holds_the_set_it_was_tuned_on_with_a_tenth_to_spare():
     ]
     lowest = min(saving / (least / 1e6) for saving, (least, _) in spans)
     highest = max(saving / (largest / 1e6) for saving, (_, largest) in spans)
-    assert (round(lowest, 2), round(highest, 2)) == (1.07, 1.20)
+    assert (round(lowest, 2), round(highest, 2)) == (1.04, 1.24)
     assert RATIO[0] <= lowest / 1.1 and highest * 1.1 <= RATIO[1]
 
 

@@ -7,7 +7,8 @@ The model (docs/how-it-works.md, §6):
   autograd's backward thread, moves with the last sync of any thread of its process);
 - each stream runs its ops in launch order with their measured durations, none before its launch
   (plus the launch latency measured on this device when the stream was idle), an op queued behind another
-  starting the GPU's dispatch gap after it (measured in the trace: about 1 µs on the H200);
+  starting the GPU's dispatch gap after it (measured in the trace: about 1 µs on the H200, less the
+  PROFILER_GAP_NS nsys adds to it, except in the replay of the trace as captured);
 - a blocking sync ends at max(its new start + its own cost, the replayed end of what it waited for);
   a released sync ends at its new start + its own cost (the copies it implies stay on the stream),
   except a value read (``.item()``): keeping the value on the GPU removes the read, so the host goes on
@@ -39,6 +40,10 @@ from nsync.stages.steps import Steps, gpu_step_times, launched_in_steps
 from nsync.stages.timeline import GroupedTimes, group_codes, neighbour_in_group
 
 DEFAULT_LATENCY_NS = 5_000
+# what nsys adds to each op queued behind another on the H200's GPU: 1.70-1.72 µs a queued one-element kernel
+# unprofiled, 1.87-2.08 under nsync profile's flags, as the trace's rows say (0.93 run, 1.15 gap); the median
+# over three kernels and two runs (fixtures/h200/profiler-cost/README.md, "The GPU between queued kernels")
+PROFILER_GAP_NS = 190
 MAX_GAP_NS = 50_000  # an op that started later than this after the one before it waited for something else
 STREAM_KEYS = ("global_pid", "device_id", "stream_id")
 REPLAY_CHUNK = 1 << 18  # ops re-timed at a time
@@ -300,14 +305,22 @@ def _waits(syncs: pd.DataFrame, streams: dict, launch: np.ndarray) -> list[list[
     return out
 
 
-def replay(model: ReplayModel, released: np.ndarray, host_scale: float = 1.0, vectorised: bool = False) -> np.ndarray:
+def replay(
+    model: ReplayModel,
+    released: np.ndarray,
+    host_scale: float = 1.0,
+    vectorised: bool = False,
+    captured: bool = False,
+) -> np.ndarray:
     """Replayed GPU end of every op, with the syncs where ``released`` is true made non-blocking.
 
     ``host_scale`` stretches (or, below 1, compresses) the host's time since the sync an op or sync follows
-    (its anchor): the profiler slows the host, and 1 replays the trace as captured. ``vectorised``: a loop of
+    (its anchor): the profiler slows the host, and 1 keeps the host as captured. ``vectorised``: a loop of
     reads all released is done for all its items at once (_loops): its work between its first read and its
-    last goes too.
+    last goes too. The GPU's dispatch gap is the unprofiled one (the trace's less PROFILER_GAP_NS) unless
+    ``captured``: the trace as captured, to check the replay against it.
     """
+    gap_ns = model.gap_ns if captured else max(model.gap_ns - PROFILER_GAP_NS, 0.0)
     # each sync's new end minus its measured end; the extra last slot (index -1) is "before any sync": 0
     shift = np.zeros(len(model.sync_start) + 1)
     # where host time restarts: a sync's end, or (index -1) the replayed window's start
@@ -322,8 +335,8 @@ def replay(model: ReplayModel, released: np.ndarray, host_scale: float = 1.0, ve
     call_first, goes_on = _released_calls(model, released, vectorised)
     goes_on = np.append(goes_on, False)  # the slot -1: no sync before the op
     removed |= goes_on[model.op_thread_sync]
-    busy_for = np.where(removed, 0.0, model.op_dur + model.gap_ns)
-    ready_after = np.where(removed, -np.inf, model.latency_ns - model.gap_ns)
+    busy_for = np.where(removed, 0.0, model.op_dur + gap_ns)
+    ready_after = np.where(removed, -np.inf, model.latency_ns - gap_ns)
     state = {
         k: _Stream(rows, np.cumsum(busy_for[rows]), busy, best=busy)
         for k, rows in model.streams.items()
@@ -709,7 +722,7 @@ def what_if(
     def predict_as_is(scale: float) -> float:
         return predict(none, scale)
 
-    as_captured = predict_as_is(1.0)
+    as_captured = _median(step_times_ns(model, replay(model, none, captured=True)))
     if not np.isfinite(as_captured):
         raise ReplaySkipped("what-if replay skipped: the analysed steps hold no GPU work to replay")
     measured = _median((replayed["end"] - replayed["start"]).to_numpy(np.int64))
