@@ -87,7 +87,8 @@ FRESH6 = FIXTURES / "fresh6"  # loops of reads: two new programs, two again
 FRESH7 = FIXTURES / "fresh7"  # three more loops, held out from the loop's saving
 FRESH8 = FIXTURES / "fresh8"  # eight again, held out from the point's mean over the host scales
 FRESH9 = FIXTURES / "fresh9"  # the same eight, held out from LOOP_GONE_SHARE
-SESSIONS = [FRESH, FRESH2, FRESH3, FRESH4, FRESH5, FRESH6, FRESH7, FRESH8, FRESH9]
+FRESH10 = FIXTURES / "fresh10"  # the same eight, held out from PROFILER_GAP_NS
+SESSIONS = [FRESH, FRESH2, FRESH3, FRESH4, FRESH5, FRESH6, FRESH7, FRESH8, FRESH9, FRESH10]
 # captures timed and scored but not kept (the working tree that travels to the device holds 64 MiB):
 # fixtures/fresh8/README.md gives what nsync said of them
 NOT_KEPT = {FRESH8 / "timm_perclass.sqlite.xz", FRESH8 / "tv_seg_iou.sqlite.xz"}

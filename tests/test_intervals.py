@@ -120,24 +120,24 @@ def test_the_ratio_holds_the_set_it_was_tuned_on_with_a_tenth_to_spare():
 
 
 @pytest.mark.slow
-def test_on_the_sets_it_was_not_tuned_on_the_range_holds_the_measured_saving_48_times_in_48_calibrated():
+def test_on_the_sets_it_was_not_tuned_on_the_range_holds_the_measured_saving_56_times_in_56_calibrated():
     """The pinned lab set (6), the real programs (2, and timm_gradnorm's loop done at once), the grouped reads (1),
     the hidden `.item()` (2), and the fix of each fresh program that paid beyond noise in its session (fresh: 4,
-    fresh2: 4, fresh3: 3, fresh4: 2, fresh5: 4, fresh6: 4, fresh7: 2, fresh8: 6 of its 8 kept, fresh9: 7). Held out
-    from every rule but two (fresh8 from all of them and from the point's mean over the host scales; fresh9 from
-    all of them and from LOOP_GONE_SHARE): the second
+    fresh2: 4, fresh3: 3, fresh4: 2, fresh5: 4, fresh6: 4, fresh7: 2, fresh8: 6 of its 8 kept, fresh9: 7, fresh10: 8).
+    Held out from every rule but two (fresh8 from all of them and from the point's mean over the host scales; fresh9
+    from all of them and from LOOP_GONE_SHARE; fresh10 from all of them and from PROFILER_GAP_NS): the second
     session's hf_tok_tqdm came inside when a calibration the profiler cannot explain stopped narrowing the range,
     a rule made after that miss was seen (fresh4 and fresh5 scored it); and a loop's saving (between its reads
     released and the whole loop gone) was chosen on the fixes that do a loop at once (timm_perclass outside in four
     sessions before it), so fresh7's two are the ones held out from it (fixtures/fresh6, fresh7), and how far
     between (LOOP_GONE_SHARE) on the sessions before fresh8 (fresh9 held out from it)."""
     cases = held_out()
-    assert len(cases) == 48
+    assert len(cases) == 56
     assert [case for case, (saving, predicted) in cases.items() if not inside(saving, predicted)] == []
 
 
 @pytest.mark.slow
-def test_uncalibrated_the_range_holds_the_measured_saving_47_times_in_48():
+def test_uncalibrated_the_range_holds_the_measured_saving_55_times_in_56():
     """Outside: fresh9's hf_tok_tqdm, 4.46 ms (1.83-7.50) where its session measured 1.65 (2.05-3.70 in five
     others): its step 35.3 ms unprofiled there, 27.8-30.1 in the others (fixtures/fresh9/README.md)."""
     cases = held_out(calibrated_=False)
@@ -157,12 +157,12 @@ def median_error(calibrated_: bool) -> float:
 
 @pytest.mark.slow
 def test_held_out_the_calibrated_point_misses_less_than_the_uncalibrated():
-    """19 % and 30 % over the 48 (fixtures/h200/README.md, "How sure is a saving?")."""
+    """17 % and 24 % over the 56 (fixtures/h200/README.md, "How sure is a saving?")."""
     assert median_error(True) <= 0.20 and median_error(True) < median_error(False)
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="19 % over the 48 cases: fixtures/h200/README.md, 'How sure is a saving?'")
+@pytest.mark.xfail(strict=True, reason="17 % over the 56 cases: fixtures/h200/README.md, 'How sure is a saving?'")
 def test_held_out_the_median_error_of_the_calibrated_point_prediction_is_at_most_15_percent():
     assert median_error(True) <= 0.15
 
@@ -205,18 +205,26 @@ def one_run_against_the_others() -> dict[str, list[float]]:
     return errors
 
 
-def test_one_unprofiled_run_misses_the_others_saving_by_17_percent_a_median():
-    """fixtures/h200/README.md, "The measured savings' own noise": 78 runs of 37 fixes, median 17 %, mean 39 %;
-    by program, hf_tok_tqdm and hf_gpt2_perseq the noisiest (65 % and 41 %), timm_perclass the least (10 %)."""
+def test_one_unprofiled_run_misses_the_others_saving_by_18_percent_a_median():
+    """fixtures/h200/README.md, "The measured savings' own noise": 94 runs of 45 fixes, median 18 %, mean 36 %;
+    by program, hf_tok_tqdm and hf_gpt2_perseq the noisiest (44 % and 34 %), timm_perclass the least (12 %)."""
     errors = one_run_against_the_others()
     pooled = [e for case in errors.values() for e in case]
-    assert (len(errors), len(pooled)) == (37, 78)
-    assert round(100 * statistics.median(pooled)) == 17 and round(100 * statistics.mean(pooled)) == 39
+    assert (len(errors), len(pooled)) == (45, 94)
+    assert round(100 * statistics.median(pooled)) == 18 and round(100 * statistics.mean(pooled)) == 36
     by_program: dict[str, list[float]] = {}
     for case, case_errors in errors.items():
         by_program.setdefault(case.split("/")[1], []).extend(case_errors)
     median_by_program = {name: round(100 * statistics.median(e)) for name, e in by_program.items() if len(e) >= 8}
-    assert median_by_program == {"hf_tok_tqdm": 65, "hf_gpt2_perseq": 41, "pyg_collate": 12, "timm_perclass": 10}
+    assert median_by_program == {
+        "hf_tok_tqdm": 44,
+        "hf_gpt2_perseq": 34,
+        "hf_bert_tokacc": 27,
+        "pyg_pergraph": 23,
+        "tv_seg_iou": 15,
+        "pyg_collate": 13,
+        "timm_perclass": 12,
+    }
 
 
 NOISE_ROW = re.compile(r"^\| (\w+) \| (\d+) % \| (\d+) % \(([^)]*)\) \| (\d+) % \(([^)]*)\) \|$", re.M)
@@ -249,18 +257,20 @@ def test_the_noise_table_is_what_the_logs_and_the_analyses_give():
         ):
             assert [int(e) for e in signed.split(", ")] == [round(e) for e in logged[name]]
             assert int(median) == round(statistics.median(abs(e) for e in logged[name]))
-    for signed_errors, median in ((calibrated_, 20), (uncalibrated_, 27)):  # over the 36 fresh fixes
+    for signed_errors, median in ((calibrated_, 19), (uncalibrated_, 21)):  # over the 44 fresh fixes
         pooled = [abs(e) for errors in signed_errors.values() for e in errors]
-        assert (len(pooled), round(statistics.median(pooled))) == (36, median)
+        assert (len(pooled), round(statistics.median(pooled))) == (44, median)
 
 
 @pytest.mark.slow
 def test_the_calibrated_point_misses_the_noisiest_programs_most_but_beyond_their_noise_on_gpt2():
     """By program (four sessions or more), the calibrated point's median error is largest where the runs disagree
     most (hf_gpt2_perseq, hf_tok_tqdm), and on hf_gpt2_perseq it is one-sided (over by more than 20 % in six
-    sessions of seven), which noise alone would not make."""
+    sessions of eight), which noise alone would not make."""
     signed = signed_errors_by_program(True)
     error = {name: statistics.median(abs(e) for e in errors) for name, errors in signed.items() if len(errors) >= 4}
-    assert set(error) == {"hf_gpt2_perseq", "hf_tok_tqdm", "pyg_collate", "timm_perclass"}
+    assert set(error) == {
+        "hf_gpt2_perseq", "hf_tok_tqdm", "pyg_collate", "timm_perclass", "hf_bert_tokacc", "pyg_pergraph"
+    }  # fmt: skip
     assert set(sorted(error, key=error.__getitem__)[-2:]) == {"hf_tok_tqdm", "hf_gpt2_perseq"}
-    assert len(signed["hf_gpt2_perseq"]) == 7 and sum(e > 20 for e in signed["hf_gpt2_perseq"]) == 6
+    assert len(signed["hf_gpt2_perseq"]) == 8 and sum(e > 20 for e in signed["hf_gpt2_perseq"]) == 6
