@@ -198,7 +198,8 @@ BACKTRACED_CALLS = r"Synchronize|Memcpy|Memset|Malloc|Free"
 
 def _frame_warnings(db: ExportDb, trace: Trace, frameless: int) -> list[str]:
     """Say why Python lines may be missing or approximate, and how to capture them."""
-    if not trace.api["api"].str.contains(BACKTRACED_CALLS).any() or (trace.api["py_stack_id"] >= 0).any():
+    api = trace.api
+    if len(api) == 0 or not api["api"].str.contains(BACKTRACED_CALLS).any() or (api["py_stack_id"] >= 0).any():
         return []
     version = trace.nsys_version or "unknown"
     capture = (
