@@ -85,18 +85,21 @@ PREPARATION_US = 440  # w_hidden's batch preparation unprofiled (fixtures/h200/R
 
 
 @pytest.mark.slow
-def test_pair_2_s_preparation_ran_at_its_unprofiled_speed_under_nsys_and_the_host_scale_keeps_it_so(tmp_path):
+def test_pair_2_s_preparation_ran_at_its_unprofiled_speed_under_nsys_and_the_host_scale_keeps_it_so():
     """Why pair 2's saving was under (fixtures/h200/README.md): the host's gap from each `.item()`'s stream sync to
     the next launch (the batch's preparation in Python) took 1.0-1.25 times its unprofiled 0.44 ms in the
     capture, and the host scale fitted to the whole step (0.67) took it to under 0.8 times: the replay's queued
     kernels ran at the profiled GPU's pace, and the fit took the difference out of the host. With the gap less
     what nsys adds (PROFILER_GAP_NS), the scale is 0.87 and the preparation within a tenth of its own speed."""
-    import lzma
     import sqlite3
+    from contextlib import closing
 
-    trace = tmp_path / "w_hidden_degraded.sqlite"
-    trace.write_bytes(lzma.decompress((HIDDEN / "2" / "w_hidden_degraded.sqlite.xz").read_bytes()))
-    with sqlite3.connect(trace) as db:
+    from nsync.load import sqlite_file
+
+    with (
+        sqlite_file(HIDDEN / "2" / "w_hidden_degraded.sqlite.xz", print) as trace,
+        closing(sqlite3.connect(trace)) as db,
+    ):
         gaps_us = [
             gap / 1000
             for (gap,) in db.execute(

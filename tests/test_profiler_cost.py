@@ -4,16 +4,16 @@ tables are what the raw logs give, and its findings hold on them."""
 from __future__ import annotations
 
 import json
-import lzma
 import re
-import shutil
 import sqlite3
 import statistics
-import tempfile
+from collections.abc import Iterator
+from contextlib import closing
 
 import numpy as np
 import pytest
 
+from nsync.load import sqlite_file
 from nsync.stages.replay import PROFILER_GAP_NS
 from tests.conftest import FIXTURES
 
@@ -22,17 +22,23 @@ README = (COST / "README.md").read_text()
 NUMBER = r"(-?[\d.]+)"
 
 
+def logged(log: str) -> Iterator[tuple[str, int, dict]]:
+    """A log of runs headed "== MODE ROUND" (the scripts/h200-*.sh that write them): (mode, round, RESULT) for
+    each RESULT line, in order."""
+    mode, round_ = "", 0
+    for line in (COST / log).read_text().splitlines():
+        if line.startswith("== "):
+            mode, round_ = line.split()[1], int(line.split()[2])
+        elif line.startswith("RESULT "):
+            yield mode, round_, json.loads(line.removeprefix("RESULT "))
+
+
 def call_overhead() -> dict[tuple[int, int], dict[str, float]]:
     """(launches, depth) -> {"unprofiled": µs, "profiled": µs}, the median of the runs' medians."""
     runs: dict[tuple[int, int], dict[str, list[float]]] = {}
-    mode = ""
-    for line in (COST / "call-overhead.log").read_text().splitlines():
-        if line.startswith("== "):
-            mode = line.split()[1]
-        elif line.startswith("RESULT "):
-            result = json.loads(line.removeprefix("RESULT "))
-            key = result["launches"], result["depth"]
-            runs.setdefault(key, {}).setdefault(mode, []).append(result["median_us"])
+    for mode, _, result in logged("call-overhead.log"):
+        key = result["launches"], result["depth"]
+        runs.setdefault(key, {}).setdefault(mode, []).append(result["median_us"])
     return {key: {m: statistics.median(v) for m, v in modes.items()} for key, modes in runs.items()}
 
 
@@ -177,15 +183,10 @@ def test_python_backtraces_are_recorded_without_tracing_nvtx():
 
 def python_calls_runs() -> list[tuple[str, int, dict[tuple[str, int], float]]]:
     """python-calls.log: (run, round, {(work, launches): median µs}) in order."""
-    runs: list[tuple[str, int, dict[tuple[str, int], float]]] = []
-    for line in (COST / "python-calls.log").read_text().splitlines():
-        if line.startswith("== "):
-            config, round_ = line.split()[1:]
-            runs.append((config, int(round_), {}))
-        elif line.startswith("RESULT "):
-            result = json.loads(line.removeprefix("RESULT "))
-            runs[-1][2][(result["work"], result["launches"])] = result["median_us"]
-    return [run for run in runs if run[2]]
+    runs: dict[tuple[str, int], dict[tuple[str, int], float]] = {}
+    for config, round_, result in logged("python-calls.log"):
+        runs.setdefault((config, round_), {})[(result["work"], result["launches"])] = result["median_us"]
+    return [(config, round_, times) for (config, round_), times in runs.items()]
 
 
 def test_the_python_calls_table_is_what_the_log_gives():
@@ -230,14 +231,7 @@ KINDS = {
 
 def dispatch_gap_runs() -> dict[tuple[str, int, str], dict]:
     """dispatch-gap.log: (unprofiled|profiled, round, kind) -> its RESULT."""
-    runs, mode, round_ = {}, "", 0
-    for line in (COST / "dispatch-gap.log").read_text().splitlines():
-        if line.startswith("== "):
-            mode, round_ = line.split()[1], int(line.split()[2])
-        elif line.startswith("RESULT "):
-            result = json.loads(line.removeprefix("RESULT "))
-            runs[(mode, round_, result["kind"])] = result
-    return runs
+    return {(mode, round_, result["kind"]): result for mode, round_, result in logged("dispatch-gap.log")}
 
 
 def test_the_dispatch_gap_table_is_what_the_log_gives_and_the_replay_takes_its_median_off():
@@ -263,11 +257,8 @@ def test_the_dispatch_gap_table_is_what_the_log_gives_and_the_replay_takes_its_m
 def test_the_capture_of_queued_kernels_shows_the_profiled_gpu():
     """The second round's trace: each block's 1,000 kernels after its matmul take what the events measured under
     nsys (within 1 %), a one-element add_ 0.93 µs running and 1.15 µs between (the README's figures)."""
-    with lzma.open(COST / "dispatch-gap.sqlite.xz") as packed, tempfile.NamedTemporaryFile(suffix=".sqlite") as plain:
-        shutil.copyfileobj(packed, plain)
-        plain.flush()
-        with sqlite3.connect(plain.name) as db:
-            rows = db.execute("SELECT start, end FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY start").fetchall()
+    with sqlite_file(COST / "dispatch-gap.sqlite.xz", print) as plain, closing(sqlite3.connect(plain)) as db:
+        rows = db.execute("SELECT start, end FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY start").fetchall()
     start, end = (np.array(column, dtype=np.int64) for column in zip(*rows))
     matmuls = np.flatnonzero(end - start > 5_000_000)
     assert len(matmuls) == 3 * 11
