@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from nsync import build_report, render_html, render_markdown
@@ -38,6 +38,7 @@ def test_at_80_columns_a_fix_s_long_line_of_code_goes_on_below_it_marked_never_a
     assert max(map(len, printed)) <= 80
 
 
+@example(")(:)( (#))#a :::#):b):)b ", "", 8)  # a continued line with 2 columns of room was left whole, 24 wide
 @given(
     st.text(st.sampled_from("ab( )#:\n"), max_size=300),
     st.sampled_from(["", "    ", "        "]),

@@ -46,7 +46,7 @@ def code_lines(text: str, indent: str, width: int) -> list[str]:
     out = []
     for line in textwrap.dedent(text).splitlines():
         head, rest = indent, line
-        while len(head) + len(rest) > width and width - len(head) > len(CONTINUED):
+        while len(head) + len(rest) > width and len(head) < width:  # (each turn takes a character at least)
             room = width - len(head)
             cut = rest.rfind(" ", 1, room + 1)
             cut = cut if cut > room // 2 else room  # no space far enough in: break inside the word
