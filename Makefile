@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 FLOOR := .venv-floor
 
-.PHONY: demo test test-quick test-floor lint bench system-deps clean
+.PHONY: demo test test-quick test-floor lint docs bench system-deps clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,7 +27,12 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check nsync tests benchmarks
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+	$(BIN)/cog --check docs/cli.md
 	@! grep -rnE --include="*.py" "iterrows|itertuples|apply\(.*axis=1" nsync/ || (echo "per-row Python on the data path"; exit 1)
+
+# docs/cli.md's --help blocks, from the code (make lint fails when they are stale)
+docs: $(STAMP)
+	$(BIN)/cog -r docs/cli.md
 
 test: system-deps $(STAMP) lint
 	$(BIN)/pytest -q

@@ -34,7 +34,7 @@ def main(repeats: int = 5) -> None:
                 analysis = nsync.analyze(path)
                 best = min(best, time.perf_counter() - start)
                 start = time.perf_counter()
-                page = nsync.render_html(nsync.build_report(analysis))
+                page = nsync.render_html(analysis)
                 html_best = min(html_best, time.perf_counter() - start)
             rate = rows / best / 1e6
             print(

@@ -1,20 +1,20 @@
 """nsync: which line of my Python makes the GPU wait, and how much does it cost?
 
-Library first; each command is a function:
+Library first; each command is a function that returns one typed, versioned result (nsync.report):
 
-    >>> analysis = nsync.analyze("run.sqlite")                      # nsync analyze
-    >>> nsync.write(analysis, "run.html")                           # --html (also .json, .md, .db)
-    >>> change = nsync.diff(nsync.analyze("a.sqlite"), nsync.analyze("b.sqlite"))  # nsync diff
-    >>> ranks = nsync.analyze_ranks([Path("run/")])                 # nsync ranks
-    >>> result = nsync.profile(["python3", "train.py"], nsync.CaptureOptions(out_dir=Path("out"), name="train"))
-    >>> m = nsync.measure(["python3", "train.py"], ["python3", "fixed.py"], runs=5)  # nsync measure
+    >>> analysis = nsync.analyze("run.sqlite")                      # nsync analyze: an Analysis
+    >>> nsync.write(analysis, "run.html")                           # --html (also .json, .md, .db, .patch)
+    >>> change = nsync.diff(nsync.analyze("a.sqlite"), nsync.analyze("b.sqlite"))  # nsync diff: a Diff
+    >>> ranks = nsync.analyze_ranks([Path("run/")])                 # nsync ranks: Ranks
+    >>> result = nsync.profile(["train.py"], nsync.ProfileOptions(steps=100))     # nsync profile
+    >>> m = nsync.measure_lines("train.py", "fixed.py")             # nsync measure: a Measurement
+    >>> saved = nsync.load_result(Path("result.json"))              # what --json wrote, back (--from)
     >>> if nsync.fixed(): ...         # in a program: which version `nsync measure train.py` runs now
     >>> nsync.step()                  # in a loop without an optimizer: the end of one of its steps
 
-``nsync.build_report(analysis) -> Report`` holds every figure the renderers print (and what ``--json``
-writes; ``nsync.read_report`` reads it back); every renderer takes any report (an analysis's, a diff's, the
-ranks'), or the analysis or diff whose report it builds. Modules load on first use, so ``nsync --help`` stays
-fast.
+Every result renders through ``nsync.write`` (by suffix) or one function per format, each
+``render_FORMAT(result, nsync.RenderOptions(...)) -> str``. Modules load on first use, so ``nsync --help``
+stays fast.
 """
 
 from __future__ import annotations
@@ -24,26 +24,24 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from nsync.ab import fixed, step
-    from nsync.analysis import Analysis, analyze
-    from nsync.comparison import Diff, diff
+    from nsync.analysis import analyze, calibration_of
+    from nsync.comparison import diff
     from nsync.config import AnalysisConfig
     from nsync.errors import EXIT_CODES, NsyncError, NsysError, TraceError, UsageError
     from nsync.load import Trace, load_trace
-    from nsync.measuring import measure, measure_switched
+    from nsync.measuring import MeasureOptions, measure, measure_lines, measure_switched
+    from nsync.notices import Notice
     from nsync.nsys import CaptureOptions
     from nsync.nsys.window import CaptureWindow
-    from nsync.profiling import ProfileResult, profile
+    from nsync.profiling import ProfileOptions, ProfileResult, profile, to_settle
     from nsync.ranks import analyze_ranks
     from nsync.render.html import render_html
     from nsync.render.json import render_json
     from nsync.render.markdown import render_markdown
+    from nsync.render.options import RenderOptions
     from nsync.render.terminal import render_terminal, summary
     from nsync.render.write import write
-    from nsync.report import AnyReport, DiffReport, RanksReport
-    from nsync.report.analysis import Report, build_report, read_report, report_to_dict
-    from nsync.report.diff import build_diff_report, read_diff_report
-    from nsync.report.measurement import Measurement
-    from nsync.report.ranks import read_ranks_report
+    from nsync.report import Analysis, Diff, Measurement, Ranks, Result, load_result
 
 # Every name loads on first use: `import nsync` runs almost nothing, so that the command's own Ctrl-C
 # handling (nsync/__main__.py) is in place before any real work starts.
@@ -54,36 +52,36 @@ _LAZY = {
     "NsysError": "nsync.errors",
     "TraceError": "nsync.errors",
     "UsageError": "nsync.errors",
-    "Analysis": "nsync.analysis",
+    "Notice": "nsync.notices",
     "analyze": "nsync.analysis",
+    "calibration_of": "nsync.analysis",
     "Trace": "nsync.load",
     "load_trace": "nsync.load",
-    "Report": "nsync.report.analysis",
-    "build_report": "nsync.report.analysis",
-    "read_report": "nsync.report.analysis",
-    "report_to_dict": "nsync.report.analysis",
+    "Analysis": "nsync.report",
+    "Diff": "nsync.report",
+    "Ranks": "nsync.report",
+    "Measurement": "nsync.report",
+    "Result": "nsync.report",
+    "load_result": "nsync.report",
+    "RenderOptions": "nsync.render.options",
     "render_json": "nsync.render.json",
     "render_markdown": "nsync.render.markdown",
     "render_html": "nsync.render.html",
     "render_terminal": "nsync.render.terminal",
     "summary": "nsync.render.terminal",
     "write": "nsync.render.write",
-    "Diff": "nsync.comparison",
     "diff": "nsync.comparison",
-    "DiffReport": "nsync.report",
-    "RanksReport": "nsync.report",
-    "AnyReport": "nsync.report",
-    "build_diff_report": "nsync.report.diff",
-    "read_diff_report": "nsync.report.diff",
-    "read_ranks_report": "nsync.report.ranks",
     "analyze_ranks": "nsync.ranks",
     "profile": "nsync.profiling",
+    "ProfileOptions": "nsync.profiling",
+    "ProfileResult": "nsync.profiling",
+    "to_settle": "nsync.profiling",
     "measure": "nsync.measuring",
+    "measure_lines": "nsync.measuring",
     "measure_switched": "nsync.measuring",
+    "MeasureOptions": "nsync.measuring",
     "fixed": "nsync.ab",
     "step": "nsync.ab",
-    "Measurement": "nsync.report.measurement",
-    "ProfileResult": "nsync.profiling",
     "CaptureOptions": "nsync.nsys",
     "CaptureWindow": "nsync.nsys.window",
 }
@@ -92,41 +90,41 @@ __all__ = [
     "EXIT_CODES",
     "Analysis",
     "AnalysisConfig",
-    "AnyReport",
     "CaptureOptions",
     "CaptureWindow",
     "Diff",
-    "DiffReport",
+    "MeasureOptions",
     "Measurement",
+    "Notice",
     "NsyncError",
     "NsysError",
+    "ProfileOptions",
     "ProfileResult",
-    "RanksReport",
-    "Report",
+    "Ranks",
+    "RenderOptions",
+    "Result",
     "Trace",
     "TraceError",
     "UsageError",
     "__version__",
     "analyze",
     "analyze_ranks",
-    "build_diff_report",
-    "build_report",
+    "calibration_of",
     "diff",
     "fixed",
+    "load_result",
     "load_trace",
     "measure",
+    "measure_lines",
     "measure_switched",
     "profile",
-    "read_diff_report",
-    "read_ranks_report",
-    "read_report",
     "render_html",
     "render_json",
     "render_markdown",
     "render_terminal",
-    "report_to_dict",
     "step",
     "summary",
+    "to_settle",
     "write",
 ]
 

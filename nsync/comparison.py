@@ -11,17 +11,30 @@ physical GPUs) differ by more still: their noise is at least BETWEEN_MACHINES_PC
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+import math
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from nsync.analysis import Analysis
+from nsync.errors import UsageError
+from nsync.report import Analysis, Diff
+from nsync.report.analysis import ns_to_ms
+from nsync.report.diff import (
+    NOISE_FLOOR_PCT,
+    SCHEMA,
+    Change,
+    DiffSide,
+    DiffSite,
+    DiffVerdict,
+    StepTimes,
+    UnprofiledStepTimes,
+)
+from nsync.report.tables import AnalysisTables
 from nsync.stages.callsites import issued_by_own_code
 
-SCHEMA = "nsync.diff/1"
-NOISE_FLOOR_PCT = 2.0  # step-time changes below this never count, however quiet the runs
 # Runs on two machines (two physical GPUs): the same program's step differs by more than one run's steps
 # say. Measured on the H200 (fixtures/h200/README.md, "Two machines"): same-code captures of the fresh
 # programs from sessions 1-4, each on its own machine, differed by up to 32.8 % predicted unprofiled and 40.3 %
@@ -35,74 +48,19 @@ MIN_KERNEL_OVERLAP = 0.5  # share of kernel time in common kernels under which r
 MAX_STEP_RATIO = 2.0
 
 
-@dataclass(frozen=True)
-class Change:
-    """One figure in both runs, and the candidate's minus the baseline's (None where a side has none)."""
-
-    baseline: float | None
-    candidate: float | None
-    delta: float | None
-
-
-@dataclass(frozen=True)
-class UnprofiledStepTimes:
-    """The two runs' step times predicted without the profiler (each run's what-if), in ms."""
-
-    baseline: float
-    candidate: float
-    delta_pct: float | None
-    calibrated: bool  # both runs calibrated: the verdict's basis then
-    noise_pct: float | None  # where the calibration runs are the verdict's basis: the largest of noise_from's
-    between_runs_pct: float | None = None  # of that noise: two runs' hosts on one machine (WhatIf.between_runs_pct)
-    noise_from: str = ""  # what sets the noise: one of NOISE_SOURCES
-
-
-@dataclass(frozen=True)
-class StepTimes:
-    """The two runs' median step times under the profiler (ms), their noise, and which the verdict used."""
-
-    baseline: float | None
-    candidate: float | None
-    delta: float | None
-    delta_pct: float | None
-    noise_pct: float | None
-    basis: str  # gpu | nvtx | none: which step times
-    verdict_basis: str  # profiled | unprofiled (calibrated)
-    profiled_verdict: str  # what the profiled steps alone say, whichever basis the verdict takes
-    unprofiled: UnprofiledStepTimes | None  # where both runs have a what-if
-    two_machines: bool = False  # the runs ran on two physical GPUs: the noise takes in BETWEEN_MACHINES_PCT
-
-
-@dataclass(frozen=True)
-class Diff:
-    baseline: Analysis
-    candidate: Analysis
-    step_ms: StepTimes
-    gpu_idle_ms_per_step: Change
-    exposed_idle_ms_per_step: Change
-    verdict: str  # regression | improvement | no-change | inconclusive
-    reasons: list[str]
-    callsites: pd.DataFrame
-    noise_floor_pct: float = NOISE_FLOOR_PCT  # step-time changes below this never counted
-
-    @property
-    def verdict_delta_pct(self) -> float | None:
-        """The step time's change on the verdict's basis (profiled, or predicted unprofiled)."""
-        step = self.step_ms
-        if step.verdict_basis != "profiled" and step.unprofiled is not None:
-            return step.unprofiled.delta_pct
-        return step.delta_pct
-
-    def regressed_beyond(self, pct: float) -> bool:
-        """The CI gate: a regression verdict with the step time worse by more than ``pct`` percent (on the
-        verdict's basis)."""
-        delta = self.verdict_delta_pct
-        return self.verdict == "regression" and delta is not None and delta > pct
+def tables_of(analysis: Analysis) -> AnalysisTables:
+    """The analysis's tables, which comparing two runs needs: a result read back from JSON has none."""
+    if analysis.tables is None:
+        raise UsageError(
+            f"{analysis.trace.path}: this analysis was read back from JSON, without the tables a diff compares: "
+            "diff the traces"
+        )
+    return analysis.tables
 
 
 def step_times_ns(analysis: Analysis) -> tuple[np.ndarray, str]:
     """Per-step times on the GPU when known (the throughput), else the NVTX ranges' host times."""
-    stats = analysis.step_stats
+    stats = tables_of(analysis).step_stats
     if stats.empty:
         return np.zeros(0), "none"
     gpu = stats["gpu_duration_ns"].to_numpy(dtype=float)
@@ -135,11 +93,13 @@ def comparability(baseline: Analysis, candidate: Analysis) -> list[str]:
             reasons.append(f"the {side} has no GPU work to compare ({a.status})")
         elif a.steps.count == 0:
             reasons.append(f"the {side} has no steps (no NVTX step ranges and none detected)")
-    if baseline.gpus and candidate.gpus and baseline.gpus != candidate.gpus:
-        reasons.append(f"different GPUs: {', '.join(baseline.gpus)} vs {', '.join(candidate.gpus)}")
-    if baseline.program and candidate.program and baseline.program != candidate.program:
-        reasons.append(f"different programs: '{baseline.program}' vs '{candidate.program}'")
-    overlap = kernel_overlap(baseline.kernel_time_ns, candidate.kernel_time_ns)
+    base, cand = tables_of(baseline), tables_of(candidate)
+    base_gpus, cand_gpus = baseline.trace.gpus, candidate.trace.gpus
+    if base_gpus and cand_gpus and base_gpus != cand_gpus:
+        reasons.append(f"different GPUs: {', '.join(base_gpus)} vs {', '.join(cand_gpus)}")
+    if base.program and cand.program and base.program != cand.program:
+        reasons.append(f"different programs: '{base.program}' vs '{cand.program}'")
+    overlap = kernel_overlap(base.kernel_time_ns, cand.kernel_time_ns)
     if overlap is not None and overlap < MIN_KERNEL_OVERLAP:
         reasons.append(f"the runs share too little GPU work to be the same program ({100 * overlap:.0f}% in common)")
     counts = sorted((baseline.steps.count, candidate.steps.count))
@@ -150,97 +110,155 @@ def comparability(baseline: Analysis, candidate: Analysis) -> list[str]:
 
 def on_two_machines(baseline: Analysis, candidate: Analysis) -> bool:
     """Whether the runs ran on different physical GPUs (so machines), as far as both exports say."""
-    return bool(baseline.gpu_uuids and candidate.gpu_uuids) and not set(baseline.gpu_uuids) & set(candidate.gpu_uuids)
+    base, cand = tables_of(baseline).gpu_uuids, tables_of(candidate).gpu_uuids
+    return bool(base and cand) and not set(base) & set(cand)
 
 
 def diff(baseline: Analysis, candidate: Analysis, noise_floor_pct: float = NOISE_FLOOR_PCT) -> Diff:
     """Compare two runs of one program: the step time against its noise (on the predicted unprofiled step times
     when both were calibrated), and the call sites whose syncs were added, removed, grew or shrank.
 
-    ``noise_floor_pct``: step-time changes below this never count. Returns the :class:`Diff`, whose ``verdict``
-    is regression, improvement, no-change, or inconclusive with its ``reasons`` (different programs or GPUs,
-    no steps); it raises nothing for runs it cannot compare (``nsync.gates.fail_on_regression`` does).
+    ``noise_floor_pct``: step-time changes below this never count. Returns the :class:`nsync.Diff`, whose
+    ``verdict`` is regression, improvement, no-change, or inconclusive with its ``reasons`` (different programs
+    or GPUs, no steps); it raises nothing for runs it cannot compare (``nsync.gates.fail_on_regression`` does),
+    and UsageError for an analysis read back from JSON (it has no tables to compare).
 
         >>> change = nsync.diff(nsync.analyze("main.sqlite"), nsync.analyze("pr.sqlite"))
         >>> change.verdict, change.step_ms.delta_pct
     """
     reasons = comparability(baseline, candidate)
+    machines = BETWEEN_MACHINES_PCT if on_two_machines(baseline, candidate) else None
+    measured = _profiled(baseline, candidate, reasons, noise_floor_pct, machines)
+    unprofiled, calibrated_verdict = None, None
+    if measured.noise_pct is not None:
+        base, cand = tables_of(baseline), tables_of(candidate)
+        unprofiled, calibrated_verdict = _unprofiled(base, cand, reasons, noise_floor_pct, machines)
+    basis = "profiled" if calibrated_verdict is None else "unprofiled (calibrated)"
+    return Diff(
+        schema=SCHEMA,
+        verdict=calibrated_verdict or measured.profiled_verdict,
+        reasons=reasons,
+        baseline=_side(baseline),
+        candidate=_side(candidate),
+        step_ms=replace(measured, verdict_basis=basis, unprofiled=unprofiled),
+        gpu_idle_ms_per_step=_per_step_pair(baseline, candidate, "gpu_idle_ns"),
+        exposed_idle_ms_per_step=_per_step_pair(baseline, candidate, "exposed_idle_ns"),
+        callsites=_diff_sites(compare_callsites(baseline, candidate)),
+        noise_floor_pct=noise_floor_pct,
+        timelines=(baseline.timeline, candidate.timeline),
+    )
+
+
+def _profiled(
+    baseline: Analysis,
+    candidate: Analysis,
+    reasons: list[str],
+    noise_floor_pct: float,
+    machines: dict[str, float] | None,
+) -> StepTimes:
+    """The step times under the profiler: their medians, change and noise, and the verdict they alone give."""
     base_times, base_basis = step_times_ns(baseline)
     cand_times, cand_basis = step_times_ns(candidate)
     basis = base_basis if base_basis == cand_basis else "nvtx"
     if basis == "nvtx" and base_basis != cand_basis:
-        base_times = baseline.step_stats["duration_ns"].to_numpy(dtype=float)
-        cand_times = candidate.step_stats["duration_ns"].to_numpy(dtype=float)
-    verdict = "inconclusive"
-    two_machines = on_two_machines(baseline, candidate)
-    machines = BETWEEN_MACHINES_PCT if two_machines else dict.fromkeys(BETWEEN_MACHINES_PCT, 0.0)
-    measured = StepTimes(None, None, None, None, None, basis, "profiled", verdict, None, two_machines)
-    if len(base_times) and len(cand_times):
-        b, c = float(np.median(base_times)) / 1e6, float(np.median(cand_times)) / 1e6
-        noise = max(noise_floor_pct, noise_pct(base_times), noise_pct(cand_times), machines["profiled"])
-        delta_pct = 100 * (c - b) / b if b > 0 else None
-        if not reasons and delta_pct is not None:
-            verdict = _verdict(delta_pct, noise)
-        measured = replace(
-            measured,
-            baseline=round(b, 6),
-            candidate=round(c, 6),
-            delta=round(c - b, 6),
-            delta_pct=None if delta_pct is None else round(delta_pct, 3),
-            noise_pct=round(noise, 3),
-            profiled_verdict=verdict,
-        )
-    verdict_basis, unprofiled = "profiled", None
-    base_if, cand_if = baseline.what_if, candidate.what_if
-    if base_if is not None and cand_if is not None and measured.noise_pct is not None:
-        b, c = base_if.unprofiled_step_ns / 1e6, cand_if.unprofiled_step_ns / 1e6
-        unprofiled_pct = 100 * (c - b) / b if b > 0 else None
-        calibrated = base_if.calibrated and cand_if.calibrated
-        unprofiled_noise = between_runs = None
-        noise_from = ""
-        if calibrated and unprofiled_pct is not None and not reasons:
-            runs = (w.calibrated_steps_ns for w in (base_if, cand_if) if w.calibrated_steps_ns is not None)
-            between_runs = float(np.hypot(base_if.between_runs_pct, cand_if.between_runs_pct))
-            in_steps = max(noise_pct(steps) for steps in runs)
-            sources = dict(zip(NOISE_SOURCES, (noise_floor_pct, in_steps, between_runs, machines["unprofiled"])))
-            noise_from = max(sources, key=sources.__getitem__)
-            verdict = _verdict(unprofiled_pct, sources[noise_from])
-            unprofiled_noise = round(sources[noise_from], 3)
-            verdict_basis = "unprofiled (calibrated)"
-        unprofiled = UnprofiledStepTimes(
-            baseline=round(b, 6),
-            candidate=round(c, 6),
-            delta_pct=None if unprofiled_pct is None else round(unprofiled_pct, 3),
-            calibrated=calibrated,
-            noise_pct=unprofiled_noise,
-            between_runs_pct=None if between_runs is None else round(between_runs, 3),
-            noise_from=noise_from,
-        )
-    step = replace(measured, verdict_basis=verdict_basis, unprofiled=unprofiled)
-    return Diff(
-        baseline=baseline,
-        candidate=candidate,
-        step_ms=step,
-        gpu_idle_ms_per_step=_per_step_pair(baseline, candidate, "gpu_idle_ns"),
-        exposed_idle_ms_per_step=_per_step_pair(baseline, candidate, "exposed_idle_ns"),
-        verdict=verdict,
-        reasons=reasons,
-        callsites=compare_callsites(baseline, candidate),
-        noise_floor_pct=noise_floor_pct,
+        base_times = tables_of(baseline).step_stats["duration_ns"].to_numpy(dtype=float)
+        cand_times = tables_of(candidate).step_stats["duration_ns"].to_numpy(dtype=float)
+    measured = StepTimes(None, None, None, None, None, basis, "profiled", "inconclusive", None, machines is not None)
+    if not (len(base_times) and len(cand_times)):
+        return measured
+    b, c = float(np.median(base_times)) / 1e6, float(np.median(cand_times)) / 1e6
+    between = machines["profiled"] if machines else 0.0
+    noise = max(noise_floor_pct, noise_pct(base_times), noise_pct(cand_times), between)
+    delta_pct = 100 * (c - b) / b if b > 0 else None
+    return replace(
+        measured,
+        baseline=round(b, 6),
+        candidate=round(c, 6),
+        delta=round(c - b, 6),
+        delta_pct=None if delta_pct is None else round(delta_pct, 3),
+        noise_pct=round(noise, 3),
+        profiled_verdict=_verdict(delta_pct, noise) if not reasons and delta_pct is not None else "inconclusive",
     )
 
 
-def _verdict(delta_pct: float, noise_pct: float) -> str:
+def _unprofiled(
+    base: AnalysisTables,
+    cand: AnalysisTables,
+    reasons: list[str],
+    noise_floor_pct: float,
+    machines: dict[str, float] | None,
+) -> tuple[UnprofiledStepTimes | None, DiffVerdict | None]:
+    """The step times each run's what-if predicts without the profiler (None: a run has no what-if), and, when
+    both were calibrated, their noise and the verdict they give: the verdict's basis then."""
+    if base.unprofiled_step_ns is None or cand.unprofiled_step_ns is None:
+        return None, None
+    b, c = base.unprofiled_step_ns / 1e6, cand.unprofiled_step_ns / 1e6
+    unprofiled_pct = 100 * (c - b) / b if b > 0 else None
+    calibrated = base.calibrated_steps_ns is not None and cand.calibrated_steps_ns is not None
+    unprofiled = UnprofiledStepTimes(
+        baseline=round(b, 6),
+        candidate=round(c, 6),
+        delta_pct=None if unprofiled_pct is None else round(unprofiled_pct, 3),
+        calibrated=calibrated,
+        noise_pct=None,
+    )
+    if not calibrated or unprofiled_pct is None or reasons:
+        return unprofiled, None
+    between_runs = float(np.hypot(base.between_runs_pct, cand.between_runs_pct))
+    in_steps = max(noise_pct(t.calibrated_steps_ns) for t in (base, cand) if t.calibrated_steps_ns is not None)
+    between_machines = machines["unprofiled"] if machines else 0.0
+    sources = dict(zip(NOISE_SOURCES, (noise_floor_pct, in_steps, between_runs, between_machines)))
+    noise_from = max(sources, key=sources.__getitem__)
+    noise = replace(
+        unprofiled,
+        noise_pct=round(sources[noise_from], 3),
+        between_runs_pct=round(between_runs, 3),
+        noise_from=noise_from,
+    )
+    return noise, _verdict(unprofiled_pct, sources[noise_from])
+
+
+def _verdict(delta_pct: float, noise_pct: float) -> DiffVerdict:
     return "regression" if delta_pct > noise_pct else "improvement" if delta_pct < -noise_pct else "no-change"
 
 
 def _per_step_pair(baseline: Analysis, candidate: Analysis, key: str) -> Change:
-    before, after = (a.totals[key] / a.steps.count / 1e6 if a.steps.count else None for a in (baseline, candidate))
+    """A per-step figure of both runs (``key``: a column of their step_stats), in ms."""
+    before, after = (
+        int(tables_of(a).step_stats[key].sum()) / a.steps.count / 1e6 if a.steps.count else None
+        for a in (baseline, candidate)
+    )
     return Change(before, after, None if before is None or after is None else after - before)
 
 
+def _side(analysis: Analysis) -> DiffSide:
+    trace, steps = analysis.trace, analysis.steps
+    program = tables_of(analysis).program
+    return DiffSide(trace.path, trace.nsys_version, program, list(trace.gpus), steps.count, steps.source)
+
+
+def _diff_sites(table: pd.DataFrame) -> list[DiffSite]:
+    return [_diff_site(row) for row in table.astype({"line_b": float, "line_c": float}).to_dict("records")]
+
+
+def _diff_site(row: dict[str, Any]) -> DiffSite:
+    line = None if math.isnan(row["line_c"]) else int(row["line_c"])
+    baseline_line = None if math.isnan(row["line_b"]) else int(row["line_b"])
+    return DiffSite(
+        file=row["file"],
+        line=line if line is not None else baseline_line,
+        baseline_line=baseline_line,
+        function=row["function"],
+        issued_at=row["issued"] or None,
+        status=row["status"],
+        baseline_exposed_idle_ms_per_step=ns_to_ms(row["per_step_ns_b"]),
+        candidate_exposed_idle_ms_per_step=ns_to_ms(row["per_step_ns_c"]),
+        delta_ms_per_step=ns_to_ms(row["delta_ns"]),
+    )
+
+
 def _sites(analysis: Analysis) -> pd.DataFrame:
-    sites = analysis.callsites
+    sites = tables_of(analysis).callsites
     if sites.empty:
         return pd.DataFrame({"name": [], "line": [], "function": [], "issued": [], "file": [], "per_step_ns": []})
     per = analysis.steps.count or np.nan
@@ -259,65 +277,67 @@ def _sites(analysis: Analysis) -> pd.DataFrame:
     )
 
 
+PAIRED_COLUMNS = ["name", "function", "issued", "file_b", "line_b", "line_c", "per_step_ns_b", "per_step_ns_c"]
+
+
 def compare_callsites(baseline: Analysis, candidate: Analysis) -> pd.DataFrame:
     """Call sites of both runs matched by file name, line, function and the library line that issues the
     sync (then without the line, when that pairs exactly one site on each side: the line moved), with their
     change per step."""
     base, cand = _sites(baseline), _sites(candidate)
-    exact = ["name", "line", "function", "issued"]
-    merged = base.merge(cand, on=exact, how="outer", suffixes=("_b", "_c"), indicator=True)
+    merged = base.merge(
+        cand, on=["name", "line", "function", "issued"], how="outer", suffixes=("_b", "_c"), indicator=True
+    )
     only_b = merged.loc[merged["_merge"] == "left_only"]
     only_c = merged.loc[merged["_merge"] == "right_only"]
     loose = ["name", "function", "issued"]
-    unique_b = only_b.drop_duplicates(loose, keep=False)
-    unique_c = only_c.drop_duplicates(loose, keep=False)
-    moved = unique_b.merge(unique_c, on=loose, suffixes=("_l", "_r"))
-    rows = merged.loc[merged["_merge"] == "both"].assign(line_b=lambda d: d["line"], line_c=lambda d: d["line"])
-    rows = rows[["name", "function", "issued", "file_b", "line_b", "line_c", "per_step_ns_b", "per_step_ns_c"]]
-    moved_rows = pd.DataFrame(
-        {
-            "name": moved["name"],
-            "function": moved["function"],
-            "issued": moved["issued"],
-            "file_b": moved["file_b_l"],
-            "line_b": moved["line_l"],
-            "line_c": moved["line_r"],
-            "per_step_ns_b": moved["per_step_ns_b_l"],
-            "per_step_ns_c": moved["per_step_ns_c_r"],
-        }
+    moved = only_b.drop_duplicates(loose, keep=False).merge(
+        only_c.drop_duplicates(loose, keep=False), on=loose, suffixes=("_l", "_r")
     )
+    same = merged.loc[merged["_merge"] == "both"].assign(line_b=lambda d: d["line"], line_c=lambda d: d["line"])
     paired = set(zip(moved["name"], moved["function"], moved["issued"]))
-    rest_b = only_b.loc[[key not in paired for key in zip(only_b["name"], only_b["function"], only_b["issued"])]]
-    rest_c = only_c.loc[[key not in paired for key in zip(only_c["name"], only_c["function"], only_c["issued"])]]
-    removed = pd.DataFrame(
+
+    def unpaired(rows: pd.DataFrame) -> pd.DataFrame:
+        return rows.loc[[key not in paired for key in zip(rows["name"], rows["function"], rows["issued"])]]
+
+    rest_b, rest_c = unpaired(only_b), unpaired(only_c)
+    parts = [
+        same[PAIRED_COLUMNS],
+        _paired(
+            moved,
+            moved["file_b_l"],
+            moved["line_l"],
+            moved["line_r"],
+            moved["per_step_ns_b_l"],
+            moved["per_step_ns_c_r"],
+        ),
+        _paired(rest_b, rest_b["file_b"], rest_b["line"], np.nan, rest_b["per_step_ns_b"], 0.0),  # removed
+        _paired(rest_c, rest_c["file_c"], np.nan, rest_c["line"], 0.0, rest_c["per_step_ns_c"]),  # added
+    ]
+    found = [part for part in parts if len(part)]
+    table = pd.concat(found, ignore_index=True) if found else pd.DataFrame(columns=PAIRED_COLUMNS)
+    return _with_status(table)
+
+
+def _paired(rows: pd.DataFrame, file: Any, line_b: Any, line_c: Any, per_step_b: Any, per_step_c: Any) -> pd.DataFrame:
+    """``rows`` as the table's rows: their names, and the given file, lines and figures of each side."""
+    return pd.DataFrame(
         {
-            "name": rest_b["name"],
-            "function": rest_b["function"],
-            "issued": rest_b["issued"],
-            "file_b": rest_b["file_b"],
-            "line_b": rest_b["line"],
-            "line_c": np.nan,
-            "per_step_ns_b": rest_b["per_step_ns_b"],
-            "per_step_ns_c": 0.0,
+            "name": rows["name"],
+            "function": rows["function"],
+            "issued": rows["issued"],
+            "file_b": file,
+            "line_b": line_b,
+            "line_c": line_c,
+            "per_step_ns_b": per_step_b,
+            "per_step_ns_c": per_step_c,
         }
     )
-    added = pd.DataFrame(
-        {
-            "name": rest_c["name"],
-            "function": rest_c["function"],
-            "issued": rest_c["issued"],
-            "file_b": rest_c["file_c"],
-            "line_b": np.nan,
-            "line_c": rest_c["line"],
-            "per_step_ns_b": 0.0,
-            "per_step_ns_c": rest_c["per_step_ns_c"],
-        }
-    )
-    table = (
-        pd.concat([df for df in (rows, moved_rows, removed, added) if len(df)], ignore_index=True)
-        if (len(rows) + len(moved_rows) + len(removed) + len(added))
-        else pd.DataFrame(columns=rows.columns)
-    )
+
+
+def _with_status(table: pd.DataFrame) -> pd.DataFrame:
+    """Each site's change and status (added, removed, grown, shrunk, unchanged: within the floor), the largest
+    change first."""
     b = table["per_step_ns_b"].astype(float).fillna(0.0)
     c = table["per_step_ns_c"].astype(float).fillna(0.0)
     delta = c - b

@@ -1,7 +1,7 @@
-"""The CI gates: a report or a diff judged against a threshold, the verdict raised as the exception whose exit
+"""The CI gates: a command's result judged against a threshold, the verdict raised as the exception whose exit
 code the command returns (GateFailed: 3; CannotJudge: 1, a gate never passes unknowingly).
 
-    >>> nsync.gates.fail_above(nsync.build_report(analysis), pct=5)          # nsync analyze --fail-above 5
+    >>> nsync.gates.fail_above(nsync.analyze("run.sqlite"), pct=5)           # nsync analyze --fail-above 5
     >>> nsync.gates.fail_on_regression(nsync.diff(base, cand), pct=5)       # nsync diff --fail-on-regression 5
     >>> nsync.gates.fail_on_slowdown(nsync.measure(a, b), pct=5)            # nsync measure --fail-on-regression 5
 """
@@ -14,17 +14,16 @@ from nsync.errors import CannotJudge, GateFailed
 from nsync.render.text import fixed
 
 if TYPE_CHECKING:
-    from nsync.comparison import Diff
-    from nsync.report.analysis import Report
-    from nsync.report.measurement import Measurement
+    from nsync.report import Analysis, Diff, Measurement
 
 
-def fail_above(report: Report, pct: float) -> None:
+def fail_above(analysis: Analysis, pct: float) -> None:
     """Raise GateFailed when fixing a sync is predicted to save more than ``pct`` % of a step, CannotJudge when
     there is no prediction to gate on."""
-    verdict = report.verdict
+    verdict = analysis.verdict
     if verdict is None:
-        reason = next((w for w in report.warnings if "what-if" in w), "no steps, so no what-if prediction")
+        skipped = (w.message for w in analysis.warnings if w.code == "replay-skipped")
+        reason = next(skipped, "no steps, so no what-if prediction")
         raise CannotJudge("cannot gate this trace", reason)
     if verdict.share_pct > pct:
         raise GateFailed(

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import os
-import shutil
-import sys
+import shlex
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from nsync.analysis import Analysis, analyze
+from nsync.analysis import analyze
 from nsync.calibration import Calibration, beside, pooled, write_calibration
 from nsync.calibration_run import CalibrationRun, pinned, run_calibration
+from nsync.commands import build_command, output_name
 from nsync.config import AnalysisConfig
 from nsync.errors import NsysError, UsageError
 from nsync.nsys import (
@@ -25,10 +25,87 @@ from nsync.nsys import (
     find_nsys,
     run_capture,
 )
-from nsync.nsys.window import is_python
+from nsync.nsys.window import CaptureWindow, is_python, window_of
+from nsync.render.options import RenderOptions
+from nsync.render.patch import SWITCH, render_switch
+from nsync.report import Analysis
 from nsync.settings import setting
 
 Say = Callable[[str], None]
+CAPTURE_RANGES = ("cudaProfilerApi", "nvtx")
+
+
+@dataclass(frozen=True)
+class ProfileOptions:
+    """What ``nsync profile`` takes besides the program, by its flags' names; the defaults are the command's.
+
+    The window: ``warmup_steps`` optimizer steps (10), then ``steps`` captured (40), the program then ended unless
+    ``run_to_end``; a program without optimizer steps is captured for ``duration`` seconds (20) once it has used
+    CUDA ``wait_for_steps`` seconds (60). ``whole_run`` (or a ``capture_range``): no window, the whole run (nsys
+    stopped after ``duration`` seconds, if given). ``calibrate``: run the program ``calibration_runs`` times
+    without the profiler first, to fit predictions to its own speed; ``cpus``: pin both runs to these CPUs."""
+
+    module: str | None = None  # run python -m MODULE
+    out_dir: Path = Path("nsync-out")
+    base_name: str | None = None  # the outputs' base name (default: the script's name)
+    steps: int | None = None
+    warmup_steps: int | None = None
+    whole_run: bool = False
+    run_to_end: bool = False
+    wait_for_steps: float | None = None
+    duration: float | None = None
+    capture_range: str | None = None  # cudaProfilerApi | nvtx
+    nvtx_range: str | None = None
+    python_sampling: bool = False
+    cpu_sampling: bool | None = None  # None: where this nsys records Python backtraces (2025.1+)
+    step_marks: bool = True
+    calibrate: bool = True
+    calibration_runs: int = 1
+    cpus: frozenset[int] | None = None
+    nsys_arg: tuple[str, ...] = ()
+    keep_report: bool = True
+    nsys_path: str | None = None
+    python: str | None = None
+    config: AnalysisConfig = field(default_factory=AnalysisConfig)  # the analysis's (its step_range: --step-range)
+    rerun_whole_s: float = CaptureWindow.rerun_whole_s  # a program that ends before its window this soon: rerun whole
+
+    def __post_init__(self) -> None:
+        if self.capture_range not in (None, *CAPTURE_RANGES):
+            raise UsageError(
+                f"{setting('ProfileOptions.capture_range')} must be cudaProfilerApi or nvtx, not {self.capture_range!r}"
+            )
+        if self.whole_run or self.capture_range is not None:
+            chosen: dict[str, object] = {"steps": self.steps, "warmup_steps": self.warmup_steps}
+            chosen |= {"run_to_end": self.run_to_end or None, "wait_for_steps": self.wait_for_steps}
+            given = [setting(f"ProfileOptions.{name}") for name, value in chosen.items() if value is not None]
+            if given:
+                whole = setting("ProfileOptions.whole_run or capture_range")
+                raise UsageError(f"{', '.join(given)} choose a window of steps: not with {whole}")
+
+    @property
+    def window(self) -> CaptureWindow | None:
+        """The window of steps captured (None: the whole run, or the capture range given)."""
+        if self.whole_run or self.capture_range is not None:
+            return None
+        window = window_of(self.steps, self.warmup_steps, self.run_to_end, self.wait_for_steps, self.duration)
+        return replace(window, rerun_whole_s=self.rerun_whole_s)
+
+    def capture(self, target: Sequence[str]) -> CaptureOptions:
+        """How nsys captures the program ``target`` (its words after nsync profile's flags)."""
+        window = self.window
+        return CaptureOptions(
+            out_dir=self.out_dir,
+            name=self.base_name or output_name(target, self.module),
+            duration_s=self.duration if window is None else None,
+            capture_range=self.capture_range,
+            nvtx_range=self.nvtx_range,
+            python_sampling=self.python_sampling,
+            cpu_sampling=self.cpu_sampling,
+            nsys_args=self.nsys_arg,
+            keep_report=self.keep_report,
+            step_marks=self.step_marks,
+            window=window,
+        )
 
 
 @dataclass(frozen=True)
@@ -39,32 +116,6 @@ class ProfileResult:
     exit_code: int  # the program's own exit code
     interrupted: bool
     calibration: Calibration | None = None
-
-
-def build_command(target: Sequence[str], module: str | None, python: str | None = None) -> list[str]:
-    """The argv to profile: ``python SCRIPT ARGS``, ``python -m MODULE ARGS``, or any command as given."""
-    interpreter = python or os.environ.get("NSYNC_PYTHON") or shutil.which("python3") or sys.executable
-    if module:
-        return [interpreter, "-m", module, *target]
-    if not target:
-        raise UsageError("nothing to profile: give SCRIPT [ARGS]..., -m MODULE [ARGS]... or -- COMMAND [ARGS]...")
-    first = target[0]
-    if first.endswith(".py"):
-        if not Path(first).is_file():
-            raise UsageError(f"script not found: {first}")
-        return [interpreter, *target]
-    if not (Path(first).is_file() or shutil.which(first)):
-        raise UsageError(f"command not found: {first}")
-    return list(target)
-
-
-def output_name(target: Sequence[str], module: str | None) -> str:
-    """Base name of the outputs: the module, script or command name."""
-    if module:
-        return module.rsplit(".", 1)[-1]
-    if not target:
-        return "nsync"
-    return next((Path(arg).stem for arg in target if arg.endswith(".py")), Path(target[0]).name)
 
 
 def prepare_output(out_dir: Path) -> None:
@@ -89,99 +140,117 @@ def _capture(nsys: Nsys, command: Sequence[str], options: CaptureOptions, tell: 
 
 
 def profile(
-    command: Sequence[str],
-    options: CaptureOptions,
-    config: AnalysisConfig | None = None,
-    nsys_path: str | None = None,
+    target: Sequence[str],
+    options: ProfileOptions | None = None,
     say: Say | None = None,
-    progress: Callable[[str], None] | None = None,
-    calibrate: bool = True,
-    cpus: frozenset[int] | None = None,
-    calibration_runs: int = 1,
+    progress: Say | None = None,
+    before: Callable[[], None] | None = None,
 ) -> ProfileResult:
-    """Capture ``command`` under nsys, export the report to SQLite and analyse it. With ``calibrate``, the
-    program is first run without the profiler to time its steps (nsync.calibration), ``calibration_runs`` times
-    (their steps pooled: one run on a slow moment of the host then counts for its share). ``cpus``: the CPUs
-    both runs are pinned to (the same host speed for both; fixtures/h200/README.md measures what it buys).
-    ``options.window``: capture only those steps (nsync.nsys.window), in both runs; the whole run when the
-    command is no Python program, or the calibration run shows the program ends before the window does.
+    """Capture the program ``target`` (``SCRIPT ARGS``, the arguments of ``options.module``, or any command) under
+    nsys, export the report to SQLite and analyse it. With ``options.calibrate``, the program is first run without
+    the profiler to time its steps (nsync.calibration), ``options.calibration_runs`` times (their steps pooled: one
+    run on a slow moment of the host then counts for its share). The window of steps (ProfileOptions) is captured
+    in both runs; the whole run where the command is no Python program, or the calibration run shows the program
+    ends before the window does.
 
-    ``say``: called with each message for the user; ``progress``: with each analysis stage's name. Returns
-    a :class:`ProfileResult`: the SQLite, the report, the :class:`Analysis`, the program's exit code (returned,
-    not raised: what was captured is analysed either way) and whether it was interrupted. Raises NsysError
-    (nsys missing, failed, or hung with nothing saved), UsageError (a command or option that cannot run),
-    WindowNeverOpened (the program ended before its capture window, and too late to capture it whole).
+    ``say``: called with each message for the user; ``progress``: with each analysis stage's name; ``before``:
+    once the output folder exists, before the program first runs (the command line checks its files there).
+    Returns a :class:`ProfileResult`: the SQLite, the report, the :class:`nsync.Analysis`, the program's exit code
+    (returned, not raised: what was captured is analysed either way) and whether it was interrupted. Raises
+    NsysError (nsys missing, failed, or hung with nothing saved), UsageError (a command or option that cannot
+    run), WindowNeverOpened (the program ended before its capture window, and too late to capture it whole).
 
-        >>> options = nsync.CaptureOptions(out_dir=Path("out"), name="train", window=nsync.CaptureWindow())
-        >>> result = nsync.profile(["python3", "train.py"], options, say=print)
-        >>> nsync.write(result.analysis, "out/train.html")
+        >>> result = nsync.profile(["train.py", "--epochs", "1"], nsync.ProfileOptions(steps=100), say=print)
+        >>> nsync.write(result.analysis, "nsync-out/train.html")
     """
+    options = options or ProfileOptions()
     tell = say or (lambda _m: None)
-    nsys = find_nsys(nsys_path)
+    command = build_command(target, options.module, options.python)
     prepare_output(options.out_dir)
-    options = _windowed(options, command, tell)
-    if cpus:
-        tell(f"running the program on CPUs {', '.join(map(str, sorted(cpus)))}")
-    with pinned(cpus):
-        calibration = None
-        target = beside(options.base.with_suffix(".sqlite"))
-        target.unlink(missing_ok=True)  # a calibration left from an earlier capture must not pass for this one's
-        if calibrate:
-            tell(
-                "calibration run: the program once without the profiler, to time its own steps "
-                f"({setting('profile(calibrate=False)')} skips it)"
-            )
-            run = run_calibration(command, target, tell, options.window)
-            if run is not None:
-                options = _after_calibration(options, run, tell)
-                more = _more_runs(run.calibration, calibration_runs, command, options, target, tell)
-                calibration = _kept(more, target, tell)
-        tell(f"capturing with nsys {nsys.version_str} ({nsys.path})")
-        began = time.monotonic()
-        try:
-            captured = _capture(nsys, command, options, tell)
-        except WindowNeverOpened as never:
-            took_s = time.monotonic() - began
-            assert options.window is not None
-            if took_s > options.window.rerun_whole_s:
-                raise
-            tell(
-                f"the program ended after {never.seen.optimizer_steps} optimizer step(s) in {took_s:.1f} s, before "
-                "its capture window opened: capturing its whole run instead"
-            )
-            captured = run_capture(nsys, command, replace(options, window=None), tell)
-        assert captured.report is not None
-    seen = captured.window
-    if seen is not None and options.window is not None and seen.opened_by == "time":
-        tell(
-            f"note: the program made no optimizer step within {options.window.wait_s:g} s of using CUDA: captured "
-            f"{options.window.seconds:g} s of it by the clock, with steps found in the trace itself"
-        )
-    if seen is not None and seen.ended_program:
-        tell(
-            "the program was ended after the capture window "
-            f"({setting('CaptureWindow(run_to_end=True)')} lets it finish)"
-        )
-    elif seen is not None and options.window is not None and seen.opened_by == "steps" and not seen.closed:
-        tell(
-            f"the program ended after {seen.optimizer_steps} optimizer steps, inside the window: captured steps "
-            f"{options.window.warmup_steps + 1}-{seen.optimizer_steps}"
-        )
+    if before is not None:
+        before()
+    nsys = find_nsys(options.nsys_path)
+    capture = _windowed(options.capture(target), command, tell)
+    if options.cpus:
+        tell(f"running the program on CPUs {', '.join(map(str, sorted(options.cpus)))}")
+    with pinned(options.cpus):
+        capture, calibration = _calibrated(command, capture, options, tell)
+        captured = _captured(nsys, command, capture, tell)
+    _said_window(captured, capture.window, tell)
+    assert captured.report is not None
     tell(f"exporting {captured.report.name} to SQLite")
     sqlite = export_sqlite(nsys, captured.report, tell)
     report: Path | None = captured.report
-    if not options.keep_report:
+    if not capture.keep_report:
         captured.report.unlink()
         report = None
     tell("analysing")
-    analysis = analyze(sqlite, config, progress=progress, calibration=calibration)
-    return ProfileResult(
-        analysis=analysis,
-        sqlite=sqlite,
-        report=report,
-        exit_code=captured.exit_code,
-        interrupted=captured.interrupted,
-        calibration=calibration,
+    analysis = analyze(sqlite, options.config, progress=progress, calibration=calibration)
+    return ProfileResult(analysis, sqlite, report, captured.exit_code, captured.interrupted, calibration)
+
+
+def _calibrated(
+    command: Sequence[str], capture: CaptureOptions, options: ProfileOptions, tell: Say
+) -> tuple[CaptureOptions, Calibration | None]:
+    """The calibration runs (where asked), and the capture as they show it can be made."""
+    target = beside(capture.base.with_suffix(".sqlite"))
+    target.unlink(missing_ok=True)  # a calibration left from an earlier capture must not pass for this one's
+    if not options.calibrate:
+        return capture, None
+    tell(
+        "calibration run: the program once without the profiler, to time its own steps "
+        f"({setting('ProfileOptions.calibrate=False')} skips it)"
+    )
+    run = run_calibration(command, target, tell, capture.window)
+    if run is None:
+        return capture, None
+    capture = _after_calibration(capture, run, tell)
+    more = _more_runs(run.calibration, options.calibration_runs, command, capture, target, tell)
+    return capture, _kept(more, target, tell)
+
+
+def _captured(nsys: Nsys, command: Sequence[str], capture: CaptureOptions, tell: Say) -> CaptureResult:
+    """The capture; a program that ended before its window opened, soon enough, captured again whole."""
+    tell(f"capturing with nsys {nsys.version_str} ({nsys.path})")
+    began = time.monotonic()
+    try:
+        return _capture(nsys, command, capture, tell)
+    except WindowNeverOpened as never:
+        took_s = time.monotonic() - began
+        assert capture.window is not None
+        if took_s > capture.window.rerun_whole_s:
+            raise
+        tell(
+            f"the program ended after {never.seen.optimizer_steps} optimizer step(s) in {took_s:.1f} s, before "
+            "its capture window opened: capturing its whole run instead"
+        )
+        return run_capture(nsys, command, replace(capture, window=None), tell)
+
+
+def _said_window(captured: CaptureResult, window: CaptureWindow | None, tell: Say) -> None:
+    """What the capture window did, where it did not do what was asked."""
+    seen = captured.window
+    if seen is None or window is None:
+        if seen is not None and seen.ended_program:
+            tell(_ended())
+        return
+    if seen.opened_by == "time":
+        tell(
+            f"note: the program made no optimizer step within {window.wait_s:g} s of using CUDA: captured "
+            f"{window.seconds:g} s of it by the clock, with steps found in the trace itself"
+        )
+    if seen.ended_program:
+        tell(_ended())
+    elif seen.opened_by == "steps" and not seen.closed:
+        tell(
+            f"the program ended after {seen.optimizer_steps} optimizer steps, inside the window: captured steps "
+            f"{window.warmup_steps + 1}-{seen.optimizer_steps}"
+        )
+
+
+def _ended() -> str:
+    return (
+        f"the program was ended after the capture window ({setting('ProfileOptions.run_to_end=True')} lets it finish)"
     )
 
 
@@ -192,8 +261,8 @@ def _windowed(options: CaptureOptions, command: Sequence[str], tell: Say) -> Cap
         return options
     if not options.step_marks:
         tell(
-            f"note: without step marks ({setting('profile(step_marks=False)')}) there is no window: capturing the "
-            "whole run"
+            f"note: without step marks ({setting('ProfileOptions.step_marks=False')}) there is no window: capturing "
+            "the whole run"
         )
     elif not is_python(list(command)):
         tell(f"note: {command[0]} is not a Python program, so there is no window of steps: capturing its whole run")
@@ -254,3 +323,27 @@ def _kept(calibration: Calibration | None, target: Path, tell: Say) -> Calibrati
     runs = f" in {calibration.runs} runs (median steps {medians})" if calibration.runs > 1 else ""
     tell(f"calibration: timed {timed}{runs}; wrote {target}")
     return calibration
+
+
+def to_settle(
+    result: ProfileResult,
+    target: Sequence[str],
+    options: ProfileOptions,
+    switch: Path | None = None,
+    source_dirs: Sequence[Path] = (),
+) -> str:
+    """After a "measure it" verdict: the commands that settle it, with the program's own command line (``switch``:
+    where the switched patch was asked for); the switched patch where it would hold a switch (the patch renderer
+    tells: the files found, their lines fit)."""
+    words = ["-m", options.module, *target] if options.module else list(target)
+    python = f"--python {shlex.quote(options.python)} " if options.python else ""
+    measure = "nsync measure " + python + shlex.quote(shlex.join(words))
+    # a loop without optimizer steps (its steps found otherwise): the measure switches on its nsync.step() calls
+    if result.analysis.steps.source != "marks":
+        measure += "; it has no optimizer step: end each of its steps with nsync.step()"
+    if SWITCH not in render_switch(result.analysis, RenderOptions(source_dirs=tuple(source_dirs))):
+        return f"to settle it, put the fix behind `if nsync.fixed():` in the program, then: {measure}"
+    if switch is None:
+        analyze_it = f"nsync analyze {shlex.quote(str(result.sqlite))} --suggest-switch both.patch"
+        return f"to settle it: {analyze_it} && git apply both.patch && {measure}"
+    return f"to settle it: git apply {shlex.quote(str(switch))} && {measure}"

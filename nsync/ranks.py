@@ -26,8 +26,10 @@ from nsync.config import AnalysisConfig
 from nsync.errors import UsageError
 from nsync.load import Trace, load_trace, split_processes
 from nsync.load.budget import SAFETY, available_memory_bytes
-from nsync.report.analysis import Report, build_report, ns_to_ms, where
-from nsync.report.ranks import SCHEMA, RankFacts, RanksReport, Straggler
+from nsync.notices import Notice
+from nsync.report import Analysis
+from nsync.report.analysis import ns_to_ms, where
+from nsync.report.ranks import SCHEMA, RankFacts, Ranks, Straggler
 from nsync.stages.detect import is_relevant_api
 from nsync.version import DISTRIBUTION
 
@@ -41,7 +43,7 @@ class RankResult:
 
     rank: int
     path: str
-    report: Report
+    report: Analysis  # without its timeline and tables
     collectives: pd.DataFrame  # start, end (ns, the rank's own clock), name: every collective kernel, in order
     syncs: pd.DataFrame  # start, exposed_idle_ns, where, issued_at, function: the syncs of the analysed steps
 
@@ -65,12 +67,13 @@ def rank_result_of(rank: int, label: str, trace: Trace, config: AnalysisConfig) 
     is_collective = np.isin(names.codes.to_numpy(), collective_names)
     collectives = ops.loc[is_collective, ["start", "end", "name"]].astype({"name": str})
     analysis = analyze(trace, config)
+    syncs = analysis.tables.syncs if analysis.tables is not None else pd.DataFrame()
     return RankResult(
         rank=rank,
         path=label,
-        report=replace(build_report(analysis), timeline=None),  # what only an HTML report draws: 0.3 MB a rank
+        report=replace(analysis, timeline=None, tables=None),  # what only an HTML report draws: 0.3 MB a rank
         collectives=collectives.sort_values("start", kind="stable").reset_index(drop=True),
-        syncs=_named_syncs(analysis.syncs),
+        syncs=_named_syncs(syncs),
     )
 
 
@@ -105,15 +108,18 @@ class Collectives:
     lateness_ns: np.ndarray  # collectives: how much later than the next-latest rank it arrived
 
 
-def line_up(results: Sequence[RankResult]) -> tuple[Collectives, list[str]]:
+def line_up(results: Sequence[RankResult]) -> tuple[Collectives, list[Notice]]:
     """Align the ranks on their collectives' ends; warnings where their collectives do not pair."""
     counts = [len(r.collectives) for r in results]
     shared = min(counts) if counts else 0
     warnings = []
     if len(set(counts)) > 1:
         warnings.append(
-            "the ranks ran different numbers of collectives (" + ", ".join(map(str, counts)) + f"): the first "
-            f"{shared} of each are paired, in order (were the ranks captured over the same span?)"
+            Notice(
+                "collectives-unpaired",
+                "the ranks ran different numbers of collectives (" + ", ".join(map(str, counts)) + f"): the first "
+                f"{shared} of each are paired, in order (were the ranks captured over the same span?)",
+            )
         )
     shape = (len(results), shared)
     starts = np.array([r.collectives["start"].to_numpy(np.int64)[:shared] for r in results]).reshape(shape)
@@ -154,14 +160,16 @@ def delays(results: Sequence[RankResult], lined: Collectives) -> pd.DataFrame:
     return late[columns].reset_index(drop=True)
 
 
-def ranks_report(results: Sequence[RankResult], config: AnalysisConfig) -> RanksReport:
+def ranks_report(results: Sequence[RankResult], config: AnalysisConfig) -> Ranks:
     lined, warnings = line_up(results)
     first = results[0].report
     steps = max(first.steps.count, 1)
     window = first.window
     in_steps = (lined.end_ns >= window.start_ns) & (lined.end_ns < window.end_ns)  # rank 0's analysed steps
     if not lined.end_ns.size:
-        warnings.append("no collective kernels (NCCL) in these traces: the ranks cannot be lined up")
+        warnings.append(
+            Notice("no-collectives", "no collective kernels (NCCL) in these traces: the ranks cannot be lined up")
+        )
     per_sync = delays(results, lined)
     per_sync = per_sync.loc[in_steps[per_sync["collective"].to_numpy()]]
     keys = ["rank", "where", "issued_at", "function"]
@@ -197,7 +205,7 @@ def ranks_report(results: Sequence[RankResult], config: AnalysisConfig) -> Ranks
         )
     step_ms = first.steps.median_ms
     verdict, worth = _verdict(stragglers, held_ms, step_ms, config)
-    return RanksReport(
+    return Ranks(
         schema=SCHEMA,
         ranks=ranks,
         collectives=int(lined.end_ns.size),
@@ -280,12 +288,12 @@ def analyze_ranks(
     scheduler: str | None = None,
     workers: int | None = None,
     progress: Callable[[str], None] | None = None,
-) -> RanksReport:
+) -> Ranks:
     """Analyse every rank on Dask (a local cluster of ``workers`` processes, or the one at ``scheduler``),
     each within its share of the memory, then line them up on their collectives.
 
     ``paths``: the ranks' SQLite exports or folders of them (one per rank, ranked by the number in the name),
-    or one export holding every rank's process. Returns the :class:`RanksReport`: the rank that reaches the
+    or one export holding every rank's process. Returns the :class:`nsync.Ranks`: the rank that reaches the
     collectives last, and the syncs that make it late by the delay they add to every rank. Raises UsageError
     (no exports, Dask not installed), TraceError (an export that cannot be read).
 

@@ -16,8 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from nsync import AnalysisConfig, analyze
-from nsync.analysis import Analysis
+from nsync import AnalysisConfig
+from nsync.analysis import run_stages
+from nsync.comparison import diff
+from nsync.report import Analysis, Diff
+from nsync.stages.report import StageOutputs, analysis_result
 from tests.tracebuilder import TraceBuilder
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -92,12 +95,30 @@ def _decompressed(tmp_path_factory: pytest.TempPathFactory, folder: str) -> Call
     return get
 
 
-def _analysed(trace: Callable[[str], Path]) -> Callable[[str], Analysis]:
+def compared(base: StageOutputs, cand: StageOutputs) -> Diff:
+    """nsync.diff of two runs' results, made of what their stages found (edited where a test says)."""
+    return diff(analysis_result(base), analysis_result(cand))
+
+
+def _staged(trace: Callable[[str], Path]) -> Callable[[str], StageOutputs]:
+    """What the stages found in each trace, once per session (uncalibrated: the traces are copied alone)."""
+    cache: dict[str, StageOutputs] = {}
+
+    def get(name: str) -> StageOutputs:
+        if name not in cache:
+            cache[name] = run_stages(trace(name))
+        return cache[name]
+
+    return get
+
+
+def _analysed(stages: Callable[[str], StageOutputs]) -> Callable[[str], Analysis]:
+    """The result of each trace's stages (nsync.analyze's, from them)."""
     cache: dict[str, Analysis] = {}
 
     def get(name: str) -> Analysis:
         if name not in cache:
-            cache[name] = analyze(trace(name))
+            cache[name] = analysis_result(stages(name))
         return cache[name]
 
     return get
@@ -110,8 +131,13 @@ def h200(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
 
 
 @pytest.fixture(scope="session")
-def h200_analysis(h200: Callable[[str], Path]) -> Callable[[str], Analysis]:
-    return _analysed(h200)
+def h200_stages(h200: Callable[[str], Path]) -> Callable[[str], StageOutputs]:
+    return _staged(h200)
+
+
+@pytest.fixture(scope="session")
+def h200_analysis(h200_stages: Callable[[str], StageOutputs]) -> Callable[[str], Analysis]:
+    return _analysed(h200_stages)
 
 
 @pytest.fixture(scope="session")
@@ -121,17 +147,22 @@ def real(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
 
 
 @pytest.fixture(scope="session")
-def real_analysis(real: Callable[[str], Path]) -> Callable[[str], Analysis]:
-    return _analysed(real)
+def real_stages(real: Callable[[str], Path]) -> Callable[[str], StageOutputs]:
+    return _staged(real)
+
+
+@pytest.fixture(scope="session")
+def real_analysis(real_stages: Callable[[str], StageOutputs]) -> Callable[[str], Analysis]:
+    return _analysed(real_stages)
 
 
 @pytest.fixture
-def build(tmp_path: Path) -> Callable[..., Analysis]:
-    """Write a TraceBuilder to disk and analyse it."""
+def build(tmp_path: Path) -> Callable[..., StageOutputs]:
+    """Write a TraceBuilder to disk and run the analysis's stages on it (analysis_result makes their result)."""
 
-    def run(builder: TraceBuilder, **config: object) -> Analysis:
+    def run(builder: TraceBuilder, **config: object) -> StageOutputs:
         path = builder.write(tmp_path / f"synthetic-{len(list(tmp_path.iterdir()))}.sqlite")
-        return analyze(path, AnalysisConfig(**config))  # type: ignore[arg-type]
+        return run_stages(path, AnalysisConfig(**config))  # type: ignore[arg-type]
 
     return run
 

@@ -18,7 +18,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from nsync import analyze
+from nsync.analysis import run_stages
 from nsync.stages.advice import Advice, LineEdit, advise, advise_code, read_code, read_groups
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -269,7 +269,7 @@ def test_every_rewrite_nsync_writes_parses(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_the_patches_nsync_writes_for_the_lab_are_the_ones_measured_on_the_h200(tmp_path: Path) -> None:
     """`nsync analyze --suggest-patch` on each scenario's degraded capture, in a copy of the scenario, gives
-    the patch that fixtures/h200/fixes/ ran on the H200 (scripts/h200-fixes.py): there, each patched degraded
+    the patch that fixtures/h200/fixes/ ran on the H200 (scripts/h200/fixes.py): there, each patched degraded
     mode ran under the sync debug mode 'error' without raising, where the original raised at its line."""
     checks = [json.loads(line) for line in (LAB / "fixes/fixes-checks.jsonl").read_text().splitlines()]
     for scenario in ("w_print", "w_item", "w_mask", "w_tuple", "w_list", "w_two", "w_param"):
@@ -330,7 +330,7 @@ def _reads_report() -> Any:
 
     trace = LAB / "reads/w_reads_degraded.sqlite.xz"
     calibration = read_calibration(LAB / "reads/w_reads_degraded.calibration.json")
-    return nsync.build_report(nsync.analyze(trace, calibration=calibration, source_dirs=[LAB]))
+    return nsync.analyze(trace, calibration=calibration, source_dirs=[LAB])
 
 
 @pytest.mark.slow
@@ -358,12 +358,12 @@ def test_the_reads_together_are_one_group_whose_range_holds_the_measured_saving_
     assert low is not None and high is not None and low <= 1.697 <= high
     assert report.verdict is not None and "w_reads.py:23,26,29 (their reads together)" in report.verdict.text
     saved = nsync.write(report, tmp_path / "r.json")
-    assert nsync.read_report(saved) == report  # the advice and the group read back as they were written
-    healthy = nsync.build_report(nsync.analyze(LAB / "reads/w_reads_healthy.sqlite.xz", source_dirs=[LAB]))
+    assert nsync.Analysis.load(saved) == report  # the advice and the group read back as they were written
+    healthy = nsync.analyze(LAB / "reads/w_reads_healthy.sqlite.xz", calibration=None, source_dirs=[LAB])
     assert healthy.read_together == []
     patch = tmp_path / "fix.patch"
     shutil.copy(LAB / "w_reads.py", tmp_path)
-    nsync.write(report, patch, source_dirs=[tmp_path])
+    nsync.write(report, patch, options=nsync.RenderOptions(source_dirs=(tmp_path,)))
     subprocess.run(["patch", "-p1", "-s", "-i", str(patch)], cwd=tmp_path, check=True)
     fixed = ast.parse((tmp_path / "w_reads.py").read_text())
     bodies = {f.name: [ast.dump(s) for s in f.body] for f in fixed.body if isinstance(f, ast.FunctionDef)}
@@ -394,7 +394,7 @@ def test_the_database_holds_each_call_sites_fix(tmp_path: Path) -> None:
 
     import nsync
 
-    analysis = nsync.analyze(LAB / "cal/w_item_degraded.sqlite.xz", source_dirs=[LAB])
+    analysis = nsync.analyze(LAB / "cal/w_item_degraded.sqlite.xz", calibration=None, source_dirs=[LAB])
     nsync.write(analysis, tmp_path / "r.db")
     with sqlite3.connect(tmp_path / "r.db") as db:
         rows = db.execute("SELECT line, fix_pattern, fix_dependency, fix_rewrite, fix_setup FROM callsites").fetchall()
@@ -440,7 +440,7 @@ def test_a_read_in_a_loop_over_items_is_told_to_do_the_loop_at_once_naming_the_l
     """The programs' own loops (by construction: fixtures/fresh/*.py, fixtures/real/timm_gradnorm.py); the
     comprehension over the parameters is a loop too."""
     path = ROOT / "fixtures" / f"{trace}.sqlite.xz"
-    a = analyze(path, source_dirs=[ROOT / "fixtures/fresh", ROOT / "fixtures/real"])
+    a = run_stages(path, calibration=None, source_dirs=[ROOT / "fixtures/fresh", ROOT / "fixtures/real"])
     in_loop = a.callsites.loc[a.callsites["loop_saving_ns_per_step"].notna()]
     assert set(in_loop["line"]) == sites
     for advice in in_loop["advice"]:
@@ -493,7 +493,7 @@ def test_a_copy_to_pageable_memory_the_line_does_not_write_is_made_inside_the_ca
     b.python_stack(
         1, b.memcpy(1, "cudaMemcpyAsync_v3020", 20, 820, 805, 815, kind, src, dst), [("f", "/u/train.py", 10)]
     )
-    a = analyze(b.write(tmp_path / "t.sqlite"), source_dirs=[source.parent])
+    a = run_stages(b.write(tmp_path / "t.sqlite"), source_dirs=[source.parent])
     (advice,) = a.callsites["advice"]
     assert "pageable-copy" in a.callsites.iloc[0]["kinds"]
     if short is None:

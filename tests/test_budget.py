@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from nsync import AnalysisConfig, analyze
-from nsync.cli import parse_size
+from nsync import AnalysisConfig
+from nsync.analysis import run_stages
+from nsync.cli.options import parse_size
 from nsync.errors import NsyncError, UsageError
 from nsync.load import budget
 from tests.test_cli import assert_one_line_error, run
@@ -46,11 +47,11 @@ def test_a_trace_over_the_budget_is_analysed_for_the_part_that_fits(h200: Callab
     expected_steps = _steps_starting_in(path, span[0], cut_end)
     assert 0 < expected_steps < _steps_starting_in(path, span[0], span[1])  # the cut really drops steps
 
-    result = analyze(path, AnalysisConfig(max_memory_bytes=allowed))
+    result = run_stages(path, AnalysisConfig(max_memory_bytes=allowed))
 
     assert len(result.steps.table) == expected_steps
-    assert result.warnings[0].startswith("this trace needs about")
-    assert "AnalysisConfig.window_s" in result.warnings[0]  # the API the library was called through
+    assert result.warnings[0].code == "trace-cut" and result.warnings[0].message.startswith("this trace needs about")
+    assert "AnalysisConfig.window_s" in result.warnings[0].message  # the API the library was called through
     assert int(result.syncs["start"].max()) < cut_end
 
 
@@ -60,11 +61,11 @@ def test_a_chosen_window_reads_only_what_starts_in_it(h200: Callable[[str], Path
     start_s, end_s = 3.5, 3.8  # seconds from the capture's start: the middle of the stepping
     start, stop = span[0] + int(start_s * 1e9), span[0] + int(end_s * 1e9)
 
-    result = analyze(path, AnalysisConfig(window_s=(start_s, end_s)))
+    result = run_stages(path, AnalysisConfig(window_s=(start_s, end_s)))
 
     assert len(result.steps.table) == _steps_starting_in(path, start, stop) > 0
     assert result.syncs["start"].between(start, stop).all()
-    assert not any(w.startswith("this trace needs") for w in result.warnings)
+    assert not any(w.code == "trace-cut" for w in result.warnings)
 
 
 @pytest.mark.parametrize(
@@ -83,7 +84,7 @@ def test_bad_sizes_are_usage_errors(text: str) -> None:
 
 def test_a_budget_below_the_interpreter_is_refused(h200: Callable[[str], Path]) -> None:
     with pytest.raises(NsyncError, match="before it reads any trace"):
-        analyze(h200("print_deg"), AnalysisConfig(max_memory_bytes=50 << 20))
+        run_stages(h200("print_deg"), AnalysisConfig(max_memory_bytes=50 << 20))
 
 
 @pytest.mark.slow

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import nsync
+from nsync.analysis import run_stages
 from nsync.calibration import SCHEMA, beside, read_calibration, write_calibration
 from nsync.calibration_run import run_calibration
 from nsync.errors import TraceError
@@ -236,16 +237,12 @@ def test_the_likely_range_of_several_calibration_runs_holds_what_each_run_alone_
     the three pooled."""
     import dataclasses
 
-    from nsync import AnalysisConfig, analyze
     from nsync.calibration import pooled
-    from nsync.stages.replay import saving_range
 
     trace = Path(__file__).resolve().parents[1] / "fixtures/h200/cal-pinned/w_print_degraded.sqlite.xz"
     one = read_calibration(beside(trace))
     slow = dataclasses.replace(one, intervals_ns={k: v * 1.1 for k, v in one.intervals_ns.items()})
-    alone = [analyze(trace, calibration=c).what_if.all_syncs_saving_ns for c in (one, slow)]
+    alone = [run_stages(trace, calibration=c).what_if.all_syncs_saving_ns for c in (one, slow)]
     assert alone[1] > 1.4 * alone[0]  # the slower host leaves the GPU idle longer at the sync
-    low, high = saving_range(
-        *analyze(trace, calibration=pooled([one, slow, slow])).what_if.all_syncs_span_ns, AnalysisConfig().saving_ratio
-    )
+    low, high = run_stages(trace, calibration=pooled([one, slow, slow])).what_if.all_syncs_range_ns
     assert all(low <= saving <= high for saving in alone)

@@ -9,10 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from nsync import analyze
-from nsync.analysis import Analysis
+from nsync.analysis import Analysis, run_stages
 from nsync.calibration import beside, read_calibration
-from nsync.comparison import diff
+from tests.conftest import compared
 
 H200 = Path(__file__).resolve().parents[1] / "fixtures" / "h200"
 README = H200 / "README.md"
@@ -32,7 +31,7 @@ def measured(folder: str = CAL) -> dict[str, tuple[float, bool]]:
 @functools.cache
 def lab(name: str, calibrated: bool, folder: str = CAL) -> Analysis:
     trace = H200 / folder / f"{name}.sqlite.xz"
-    return analyze(trace, calibration=read_calibration(beside(trace)) if calibrated else None)
+    return run_stages(trace, calibration=read_calibration(beside(trace)) if calibrated else None)
 
 
 def predicted_ms(name: str, calibrated: bool, folder: str = CAL) -> float:
@@ -110,7 +109,7 @@ def test_of_two_syncs_that_wait_for_the_same_work_neither_alone_saves_and_both_d
     a = lab("w_two_degraded", calibrated)
     assert (a.callsites["predicted_saving_ns_per_step"] / 1e6 <= 0.15).all()
     assert predicted_ms("w_two", calibrated) >= 0.5
-    assert a.verdict is not None and a.verdict.together
+    assert a.verdict is not None and a.verdict.all_syncs_together
     if calibrated:  # 0.96 ms predicted, likely 0.15-2.34: the faster host another run may have hides it
         assert a.verdict.measure and a.verdict.text.startswith("fixing all the syncs of the step together may save")
     else:
@@ -138,13 +137,13 @@ def test_a_tuple_index_in_a_launch_bound_step_is_priced_within_30_percent(calibr
 
 @pytest.mark.slow
 def test_diff_of_calibrated_runs_judges_on_the_unprofiled_prediction():
-    result = diff(lab("w_two_healthy", True), lab("w_two_degraded", True))
+    result = compared(lab("w_two_healthy", True), lab("w_two_degraded", True))
     assert result.step_ms.verdict_basis == "unprofiled (calibrated)"
     assert result.verdict == "regression"
     # the calibration runs measured 2.98 and 3.97 ms a step (within the runs' spread of the README)
     assert result.step_ms.unprofiled.baseline == pytest.approx(2.98, abs=0.05)
     assert result.step_ms.unprofiled.candidate == pytest.approx(3.97, abs=0.05)
-    uncalibrated = diff(lab("w_two_healthy", False), lab("w_two_degraded", False))
+    uncalibrated = compared(lab("w_two_healthy", False), lab("w_two_degraded", False))
     assert uncalibrated.step_ms.verdict_basis == "profiled"
 
 
@@ -154,7 +153,7 @@ def test_a_diff_that_cannot_judge_still_says_its_predictions_are_calibrated():
     predictions were fitted to their calibration runs, and the headline says so."""
     from nsync.render.text import diff_headline as headline
 
-    result = diff(lab("w_two_healthy", True), lab("w_print_degraded", True))
+    result = compared(lab("w_two_healthy", True), lab("w_print_degraded", True))
     assert result.verdict == "inconclusive" and result.step_ms.verdict_basis == "profiled"
     assert result.step_ms.unprofiled.calibrated is True
     assert "calibrated)" in headline(result) and "uncalibrated" not in headline(result)

@@ -53,7 +53,7 @@ def test_a_missing_table_or_column_is_a_one_line_error(edited, change: str, frag
 def test_kernels_missing_for_part_of_the_launches_are_a_warning_naming_the_figures(edited) -> None:
     # every third kernel gone: 1/3 of the launches have no GPU activity
     data = json.loads(run("analyze", edited(f"DELETE FROM {KERNEL} WHERE rowid % 3 = 0"), "--json", "-").stdout)
-    (warning,) = [w for w in data["warnings"] if "kernel launches have no kernel" in w]
+    (warning,) = [w["message"] for w in data["warnings"] if "kernel launches have no kernel" in w["message"]]
     total = int(warning.split(" of ")[1].split()[0])
     assert int(warning.split()[0]) == pytest.approx(total / 3, abs=2)
     assert "GPU idle, exposed idle and the what-if are overstated" in warning
@@ -65,7 +65,7 @@ def test_gpu_ops_without_their_calls_are_a_warning(edited) -> None:
     data = json.loads(
         run("analyze", edited(f"DELETE FROM {RUNTIME} WHERE nameId IN ({launches})"), "--json", "-").stdout
     )
-    assert any("GPU ops have no CUDA call that launched them" in w for w in data["warnings"])
+    assert any("GPU ops have no CUDA call that launched them" in w["message"] for w in data["warnings"])
 
 
 @pytest.mark.slow
@@ -73,7 +73,10 @@ def test_an_export_without_metadata_says_it_is_outside_the_supported_range(edite
     result = run("analyze", edited("DROP TABLE META_DATA_EXPORT", "DROP TABLE META_DATA_CAPTURE"), "--json", "-")
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
-    assert any("no metadata table" in w and "2022.4" in w for w in data["warnings"])
+    assert any(
+        w["code"] == "export-version" and "no metadata table" in w["message"] and "2022.4" in w["message"]
+        for w in data["warnings"]
+    )
 
 
 @pytest.mark.slow

@@ -12,6 +12,7 @@ import pytest
 
 from nsync import render_html, render_json, render_markdown
 from nsync.comparison import compare_callsites, diff
+from nsync.stages.report import analysis_result
 from tests.browser import load, needs_chromium
 from tests.tracebuilder import TraceBuilder
 
@@ -36,7 +37,7 @@ def test_print_regression_is_found_and_the_print_is_added(h200_analysis):
         "step",
         "added",
     )
-    top = deg.callsites.iloc[0]
+    top = deg.tables.callsites.iloc[0]
     assert site["candidate_exposed_idle_ms_per_step"] == pytest.approx(top["exposed_idle_ns_per_step"] / 1e6)
     assert site["baseline_exposed_idle_ms_per_step"] == 0.0
 
@@ -45,10 +46,10 @@ def test_reverse_order_is_an_improvement_and_a_run_against_itself_no_change(h200
     ok, deg = h200_analysis("print_ok"), h200_analysis("print_deg")
     reverse = diff(deg, ok)
     assert reverse.verdict == "improvement"
-    assert reverse.callsites.iloc[0]["status"] == "removed"
+    assert reverse.callsites[0].status == "removed"
     same = diff(deg, deg)
     assert same.verdict == "no-change" and same.step_ms.delta == 0
-    assert set(same.callsites["status"]) == {"unchanged"}
+    assert {site.status for site in same.callsites} == {"unchanged"}
 
 
 @pytest.mark.slow
@@ -61,7 +62,7 @@ def test_different_programs_and_missing_steps_are_inconclusive_with_reasons(h200
     b.kernel(1, 0, 10, 1010, name="k1")
     b.stream_sync(1, 20, 1015)
     b.kernel(1, 1100, 1110, 3000, name="k2")
-    no_steps = diff(h200_analysis("print_ok"), build(b))
+    no_steps = diff(h200_analysis("print_ok"), analysis_result(build(b)))
     assert no_steps.verdict == "inconclusive"
     assert "the candidate has no steps (no NVTX step ranges and none detected)" in no_steps.reasons
 
@@ -82,7 +83,7 @@ def test_a_site_whose_line_moved_is_matched_and_its_growth_measured(build):
     base, cand = TraceBuilder(), TraceBuilder()
     loop(base, line=42, sync_return_us=610)
     loop(cand, line=45, sync_return_us=610)  # same code, three lines lower
-    sites = compare_callsites(build(base), build(cand))
+    sites = compare_callsites(analysis_result(build(base)), analysis_result(build(cand)))
     assert list(zip(sites["line_b"], sites["line_c"], sites["status"])) == [(42, 45, "unchanged")]
 
 

@@ -19,18 +19,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nsync.analysis import Analysis
 from nsync.comparison import (
     BETWEEN_MACHINES_PCT,
     NOISE_FLOOR_PCT,
     NOISE_SOURCES,
-    diff,
     noise_pct,
     on_two_machines,
     step_times_ns,
 )
 from nsync.render.text import NOISE_FROM, diff_headline
-from nsync.report.diff import build_diff_report
+from nsync.stages.report import StageOutputs, analysis_result
+from tests.conftest import compared
 from tests.test_fresh import logged_runs
 from tests.test_intervals import FIXTURES, calibrated, uncalibrated
 
@@ -70,8 +69,10 @@ def test_a_run_against_itself_on_another_machine_counts_only_a_change_beyond_the
     run = calibrated(FIXTURES / "fresh2/hf_gpt2_perseq.sqlite.xz")
     elsewhere = replace(run, gpu_uuids=["another-gpu"])
     unknown = replace(run, gpu_uuids=[])
-    assert on_two_machines(run, elsewhere) and not on_two_machines(run, run) and not on_two_machines(run, unknown)
-    here, there = diff(run, run), diff(run, elsewhere)
+    run_, elsewhere_, unknown_ = (analysis_result(a) for a in (run, elsewhere, unknown))
+    assert on_two_machines(run_, elsewhere_) and not on_two_machines(run_, run_)
+    assert not on_two_machines(run_, unknown_)
+    here, there = compared(run, run), compared(run, elsewhere)
     assert not here.step_ms.two_machines and here.step_ms.unprofiled.noise_pct < 10
     assert there.step_ms.two_machines and there.verdict == "no-change"
     assert there.step_ms.unprofiled.noise_pct == BETWEEN_MACHINES_PCT["unprofiled"]
@@ -84,21 +85,21 @@ def test_the_noise_between_machines_is_the_largest_same_code_change_of_the_sessi
     assert len(pairs) == 25
     unprofiled, profiled = [], []
     for a, b in pairs:
-        assert on_two_machines(calibrated(a), calibrated(b))  # every session had its own machine
-        unprofiled.append(abs(diff(calibrated(a), calibrated(b)).step_ms.unprofiled.delta_pct))
-        profiled.append(abs(diff(uncalibrated(a), uncalibrated(b)).step_ms.delta_pct))
+        assert on_two_machines(*(analysis_result(calibrated(t)) for t in (a, b)))  # every session had its own machine
+        unprofiled.append(abs(compared(calibrated(a), calibrated(b)).step_ms.unprofiled.delta_pct))
+        profiled.append(abs(compared(uncalibrated(a), uncalibrated(b)).step_ms.delta_pct))
     assert (round(max(unprofiled), 1), round(max(profiled), 1)) == (32.8, 40.3)  # the README's figures
     assert BETWEEN_MACHINES_PCT == {"unprofiled": 33.0, "profiled": 41.0}  # rounded up
 
 
-def flagged_on_their_steps_alone(base: Analysis, cand: Analysis) -> bool:
+def flagged_on_their_steps_alone(base: StageOutputs, cand: StageOutputs) -> bool:
     """The rule before (issue 26's first diff): a change beyond half the interquartile range of either run's
     steps (of the calibration runs where both are calibrated), at least 2 %."""
-    result = diff(base, cand)
+    result = compared(base, cand)
     if result.reasons:  # runs that cannot be compared: inconclusive either way
         return False
     if result.step_ms.verdict_basis == "profiled":
-        times = [step_times_ns(a)[0] for a in (base, cand)]
+        times = [step_times_ns(analysis_result(a))[0] for a in (base, cand)]
         delta = result.step_ms.delta_pct
     else:
         times = [a.what_if.calibrated_steps_ns for a in (base, cand)]
@@ -114,9 +115,9 @@ def test_held_out_same_code_on_two_machines_reads_as_no_change(calibrate: bool):
     analysis = calibrated if calibrate else uncalibrated
     pairs = same_code_pairs(TUNED_ON, HELD_OUT)
     assert len(pairs) == 27
-    assert {diff(analysis(a), analysis(b)).verdict for a, b in pairs} == {"no-change"}
+    assert {compared(analysis(a), analysis(b)).verdict for a, b in pairs} == {"no-change"}
     before = sum(flagged_on_their_steps_alone(analysis(a), analysis(b)) for a, b in pairs)
-    one_machine = [diff(replace(analysis(a), gpu_uuids=[]), analysis(b)).verdict for a, b in pairs]
+    one_machine = [compared(replace(analysis(a), gpu_uuids=[]), analysis(b)).verdict for a, b in pairs]
     assert before == (17 if calibrate else 20)
     assert sum(v in ("regression", "improvement") for v in one_machine) == (12 if calibrate else 20)
 
@@ -154,7 +155,7 @@ def test_on_one_machine_the_lab_regressions_are_still_found(folder: str, name: s
     degraded mode measured slower beyond noise (timings.log), and the diff says so."""
     healthy = calibrated(FIXTURES / f"{folder}/{name}_healthy.sqlite.xz")
     degraded = calibrated(FIXTURES / f"{folder}/{name}_degraded.sqlite.xz")
-    result = diff(healthy, degraded)
+    result = compared(healthy, degraded)
     assert not result.step_ms.two_machines
     assert result.verdict == "regression"
 
@@ -215,7 +216,7 @@ def test_on_one_machine_separate_runs_of_the_same_code_read_as_a_change_less_oft
 def test_the_headline_says_what_set_the_noise_and_how_to_narrow_it():
     assert set(NOISE_FROM) == set(NOISE_SOURCES)  # every source the diff may name has its words
     run = calibrated(FIXTURES / "fresh5/hf_tok_tqdm.sqlite.xz")  # host-bound: another run's host moves it most
-    here = diff_headline(build_diff_report(diff(run, run)))
+    here = diff_headline(compared(run, run))
     assert "between two runs on one machine (nsync profile --calibration-runs 3 narrows it; nsync measure" in here
-    there = diff_headline(build_diff_report(diff(run, replace(run, gpu_uuids=["another-gpu"]))))
+    there = diff_headline(compared(run, replace(run, gpu_uuids=["another-gpu"])))
     assert "between two machines" in there and "compare runs made on one machine" in there

@@ -12,9 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nsync import AnalysisConfig, analyze
-from nsync.analysis import Analysis
+from nsync import AnalysisConfig
+from nsync.analysis import run_stages
 from nsync.calibration import beside, read_calibration
+from nsync.stages.report import StageOutputs
 from tests.conftest import FIXTURES
 
 FRESH = FIXTURES / "fresh"
@@ -24,16 +25,16 @@ CAPTURED_STEPS = 40  # optimizer steps 11-50: nsync profile's default window
 
 
 @functools.cache
-def fresh(name: str) -> Analysis:
+def fresh(name: str) -> StageOutputs:
     trace = FRESH / f"{name}.sqlite.xz"
-    return analyze(trace, calibration=read_calibration(beside(trace)))
+    return run_stages(trace, calibration=read_calibration(beside(trace)))
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(SYNCS))
 def test_a_window_capture_keeps_every_row_and_finds_the_captured_steps(name: str):
     a = fresh(name)
-    assert not [w for w in a.warnings if "set aside" in w]
+    assert not [w for w in a.warnings if w.code == "rows-set-aside"]
     assert a.steps.source == "marks"
     assert CAPTURED_STEPS - 2 <= a.steps.count <= CAPTURED_STEPS  # the first is warm-up; the last may be cut
     main = a.callsites.loc[a.callsites["file"].map(lambda f: Path(f).name) == f"{name}.py"]
@@ -49,7 +50,7 @@ def test_nothing_is_worth_fixing_where_the_fix_measured_nothing(name: str):
 
 def test_a_part_of_a_window_capture_is_read_in_seconds_from_the_capture_s_start():
     trace = FRESH / "hf_bert_hooks.sqlite.xz"
-    part = analyze(trace, AnalysisConfig(window_s=(0.5, 1.0)))
+    part = run_stages(trace, AnalysisConfig(window_s=(0.5, 1.0)), calibration=None)
     assert 10 <= part.steps.count <= 16  # about 0.5 s of steps of 36.8 ms under nsys
 
 
@@ -67,8 +68,8 @@ def test_rows_timed_from_a_range_started_capture_are_kept_even_where_they_overla
     b.rows["ANALYSIS_DETAILS"] = [
         {"globalVid": 0, "duration": 20_000_000, "startTime": 12_000_000, "stopTime": 32_000_000}
     ]
-    a = analyze(b.write(tmp_path / "late.sqlite"))
-    assert not [w for w in a.warnings if "set aside" in w]
+    a = run_stages(b.write(tmp_path / "late.sqlite"))
+    assert not [w for w in a.warnings if w.code == "rows-set-aside"]
     assert a.phases["sync_count"].sum() == 5 and a.steps.count == 4  # every sync; every step, the first warm-up
 
 
@@ -156,7 +157,7 @@ def test_the_fresh_set_has_four_fixes_that_pay_and_nine_that_do_not():
 
 
 def verdict_word(trace: Path, calibrated: bool) -> str:
-    verdict = analyze(trace, calibration=read_calibration(beside(trace)) if calibrated else None).verdict
+    verdict = run_stages(trace, calibration=read_calibration(beside(trace)) if calibrated else None).verdict
     assert verdict is not None
     return "worth fixing" if verdict.worth_fixing else "measure" if verdict.measure else "nothing"
 
@@ -208,7 +209,7 @@ def test_syncs_a_library_issues_and_no_setting_removes_are_priced_beside_the_ver
     a = fresh("tv_detect")
     assert a.what_if is not None and a.what_if.all_syncs_saving_ns > 0.1 * a.what_if.unprofiled_step_ns
     verdict = a.verdict
-    assert verdict is not None and not verdict.together and not verdict.worth_fixing and not verdict.measure
+    assert verdict is not None and not verdict.all_syncs_together and not verdict.worth_fixing and not verdict.measure
     assert verdict.text.startswith("the syncs a fix can remove cost at most")
     assert verdict.text.endswith(
         "the syncs inside torchvision (boxes.py:48) cost 3.13 ms per step, which no setting removes"
@@ -219,7 +220,7 @@ def test_syncs_a_library_issues_and_no_setting_removes_are_priced_beside_the_ver
 def test_a_generate_loop_is_found_as_its_decode_steps():
     """Two requests of 256 new tokens: 512 forward passes (a prefill and 255 decode steps each). Each found step
     is one token's, at the pace measured unprofiled (5.0-7.5 ms a token) slowed by nsys, not a request's."""
-    a = analyze(FRESH / "hf_generate.sqlite.xz")
+    a = run_stages(FRESH / "hf_generate.sqlite.xz", calibration=None)
     assert a.steps.source.startswith("kernel:")
     assert 500 <= len(a.steps.table) + a.steps.set_aside <= 512
     median_ms = float((a.steps.analysed["end"] - a.steps.analysed["start"]).median()) / 1e6
@@ -241,11 +242,11 @@ def test_five_separate_runs_of_a_program_spread_as_the_readme_says():
 
 @pytest.mark.slow
 def test_a_decode_step_is_said_to_be_one_new_token():
-    from nsync.report import build_report
+    import nsync
 
-    report = build_report(analyze(FRESH / "hf_generate.sqlite.xz"))
+    report = nsync.analyze(FRESH / "hf_generate.sqlite.xz", calibration=None)
     assert report.steps.each == "one new token of generate()"
-    assert build_report(fresh("timm_convnext")).steps.each == ""  # optimizer steps: a training step
+    assert nsync.analyze(FRESH / "timm_convnext.sqlite.xz").steps.each == ""  # optimizer steps: a training step
 
 
 @pytest.mark.parametrize("name", ["pyg_collate", "hf_tok_tqdm", "hf_gpt2_perseq"])

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from nsync import build_report, diff, gates
+from nsync import diff, gates
 from nsync.errors import CannotJudge, GateFailed
 
 
 def test_fail_above_raises_past_the_threshold_and_passes_under_it(h200_analysis) -> None:
-    report = build_report(h200_analysis("print_deg"))
+    report = h200_analysis("print_deg")
     with pytest.raises(GateFailed, match=r"^fixing w_print.py:19 is predicted to save 1\d\.\d % of a step \(> 5 %\)$"):
         gates.fail_above(report, 5)
     assert GateFailed.exit_code == 3

@@ -11,8 +11,8 @@ from nsync.stages.detect import SyncKind
 from tests.conftest import PROBE_LINES
 
 
-def test_print_deg_top_call_site_is_the_print(h200_analysis):
-    a = h200_analysis("print_deg")
+def test_print_deg_top_call_site_is_the_print(h200_stages):
+    a = h200_stages("print_deg")
     top = a.callsites.iloc[0]
     assert (top["file"].rsplit("/", 1)[-1], top["line"], top["function"]) == ("w_print.py", 19, "step")
     assert top["callsite_source"] == "python-backtrace"
@@ -27,19 +27,19 @@ def test_print_deg_top_call_site_is_the_print(h200_analysis):
     assert len(a.callsites) == 1
 
 
-def test_print_ok_has_no_costly_call_site(h200_analysis):
-    a = h200_analysis("print_ok")
+def test_print_ok_has_no_costly_call_site(h200_stages):
+    a = h200_stages("print_ok")
     assert a.steps.count == 59
     assert 2.7e6 < a.step_stats["duration_ns"].median() < 2.9e6
     # the healthy twin has no print: no sync inside its steps (the harness's three sit before and after them)
     assert a.totals["sync_count"] == 0 and a.callsites.empty
     assert sum(a.phases["sync_count"]) == 3
-    assert a.verdict is not None and not a.verdict.worth_fixing and a.verdict.largest_saving_ns == 0
+    assert a.verdict is not None and not a.verdict.worth_fixing and a.verdict.largest_saving_ms_per_step == 0
 
 
 @pytest.mark.parametrize("name", ["p4", "p3"])
-def test_probe_sync_kinds_land_on_their_own_lines(h200_analysis, name):
-    a = h200_analysis(name)
+def test_probe_sync_kinds_land_on_their_own_lines(h200_stages, name):
+    a = h200_stages(name)
     sites = a.callsites.loc[a.callsites["file"].str.endswith("probe.py")]
     assert dict(zip(sites["line"], sites["function"])) == PROBE_LINES
     kinds = {line: set(k) for line, k in zip(sites["line"], sites["kinds"])}
@@ -56,8 +56,8 @@ def test_probe_sync_kinds_land_on_their_own_lines(h200_analysis, name):
     assert set(sites["callsite_source"]) == {expected}
 
 
-def test_p2_without_exported_frames_detects_every_kind_and_says_why_lines_are_missing(h200_analysis):
-    a = h200_analysis("p2")
+def test_p2_without_exported_frames_detects_every_kind_and_says_why_lines_are_missing(h200_stages):
+    a = h200_stages("p2")
     assert a.syncs.groupby("kind", observed=True).size().to_dict() == {
         SyncKind.DEVICE: 3,
         SyncKind.READ: 6,
@@ -65,14 +65,14 @@ def test_p2_without_exported_frames_detects_every_kind_and_says_why_lines_are_mi
         SyncKind.MEMCPY_PAGEABLE: 6,
         SyncKind.STREAM: 3,
     }
-    assert any("--include-blobs=true" in w for w in a.warnings)
+    assert any(w.code == "python-frames" and "--include-blobs=true" in w.message for w in a.warnings)
     native = a.callsites.loc[a.callsites["callsite_source"] == "cuda-callchain", "function"]
     assert "at::native::_local_scalar_dense_cuda(at::Tensor const&)::{lambda()#1}::operator()() const" in set(native)
     assert "c10::cuda::device_synchronize()" in set(native)
 
 
-def test_event_sync_in_p2_waits_on_the_recorded_stream_before_the_record(h200_analysis):
-    syncs = h200_analysis("p2").syncs
+def test_event_sync_in_p2_waits_on_the_recorded_stream_before_the_record(h200_stages):
+    syncs = h200_stages("p2").syncs
     event = syncs.loc[syncs["kind"] == SyncKind.EVENT]
     assert (event["scope_stream_id"] == 7).all()
     assert (event["cutoff_ns"] < event["start"]).all()

@@ -9,11 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from nsync import analyze
-from nsync.analysis import Analysis
+from nsync.analysis import Analysis, run_stages
 from nsync.calibration import beside, read_calibration
-from nsync.comparison import diff
 from nsync.render.text import diff_headline as headline
+from tests.conftest import compared
 from tests.test_cli import run
 
 HIDDEN = Path(__file__).resolve().parents[1] / "fixtures" / "h200" / "hidden"
@@ -23,12 +22,12 @@ MEASURED_PCT = 100 * (6.771 - 6.280) / 6.280  # the separate runs' medians
 @functools.cache
 def capture(pair: str, mode: str) -> Analysis:
     trace = HIDDEN / pair / f"w_hidden_{mode}.sqlite.xz"
-    return analyze(trace, calibration=read_calibration(beside(trace)))
+    return run_stages(trace, calibration=read_calibration(beside(trace)))
 
 
 @pytest.mark.slow
 def test_the_profiled_steps_alone_see_no_regression_and_the_calibrated_diff_finds_it():
-    result = diff(capture("2", "healthy"), capture("2", "degraded"))
+    result = compared(capture("2", "healthy"), capture("2", "degraded"))
     step = result.step_ms
     assert abs(float(step.delta_pct)) <= float(step.noise_pct)  # the profiler hid it: +1.9 %, noise 2 %
     assert result.verdict == "regression" and step.verdict_basis == "unprofiled (calibrated)"
@@ -41,7 +40,7 @@ def test_the_profiled_steps_alone_see_no_regression_and_the_calibrated_diff_find
 def test_a_capture_on_a_slow_moment_turns_the_regression_into_an_improvement_and_the_diff_is_not_fooled():
     """Pair 1's healthy capture ran while the host was slow: its profiled step is 31 % longer than the
     degraded one's, beyond the noise within either capture; the calibration runs still rank them right."""
-    result = diff(capture("1", "healthy"), capture("1", "degraded"))
+    result = compared(capture("1", "healthy"), capture("1", "degraded"))
     step = result.step_ms
     assert float(step.delta_pct) < -float(step.noise_pct)
     assert result.verdict == "regression" and step.verdict_basis == "unprofiled (calibrated)"
@@ -71,8 +70,10 @@ def test_the_what_if_prices_the_hidden_item_within_30_percent(pair: str):
 @pytest.mark.slow
 def test_an_uncalibrated_diff_that_sees_no_change_says_the_profiler_can_hide_one():
     """The same pair without its calibration runs: the profiled steps alone cannot tell the +7.8 % apart."""
-    healthy, degraded = (analyze(HIDDEN / "2" / f"w_hidden_{mode}.sqlite.xz") for mode in ("healthy", "degraded"))
-    result = diff(healthy, degraded)
+    healthy, degraded = (
+        run_stages(HIDDEN / "2" / f"w_hidden_{mode}.sqlite.xz", calibration=None) for mode in ("healthy", "degraded")
+    )
+    result = compared(healthy, degraded)
     assert result.verdict == "no-change" and result.step_ms.verdict_basis == "profiled"
     assert headline(result).endswith(
         "the profiler can hide a change of this size (a regression of +7.8 % without "

@@ -13,11 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from nsync import AnalysisConfig, analyze
-from nsync.analysis import Analysis
+from nsync import AnalysisConfig
+from nsync.analysis import Analysis, run_stages
 from nsync.calibration import beside, read_calibration
-from nsync.stages.replay import saving_range
-from tests.test_calibration_lab import lab
 from tests.test_calibration_lab import measured as lab_measured
 from tests.test_fresh import NOT_KEPT, SESSIONS, logged_runs
 from tests.test_fresh import timings as fresh_measured
@@ -29,18 +27,27 @@ RATIO = AnalysisConfig().saving_ratio
 
 @functools.cache
 def calibrated(trace: Path) -> Analysis:
-    return analyze(trace, calibration=read_calibration(beside(trace)))
+    return run_stages(trace, calibration=read_calibration(beside(trace)))
 
 
 @functools.cache
 def uncalibrated(trace: Path) -> Analysis:
-    return analyze(trace)
+    return run_stages(trace, calibration=None)
+
+
+def span(trace: Path, calibrated_: bool) -> tuple[float, float]:
+    """The least and the largest saving of fixing every sync over the host scales replayed, ns: the likely range
+    at a ratio of 1."""
+    calibration = read_calibration(beside(trace)) if calibrated_ else None
+    a = run_stages(trace, AnalysisConfig(saving_ratio=(1.0, 1.0)), calibration=calibration)
+    assert a.what_if is not None
+    return a.what_if.all_syncs_range_ns
 
 
 def all_syncs(a: Analysis) -> tuple[float, float, float]:
     """The saving of fixing every sync of the step, ms: (predicted, the likely range's low and high ends)."""
     assert a.what_if is not None
-    low, high = saving_range(*a.what_if.all_syncs_span_ns, RATIO)
+    low, high = a.what_if.all_syncs_range_ns
     return a.what_if.all_syncs_saving_ns / 1e6, low / 1e6, high / 1e6
 
 
@@ -56,7 +63,7 @@ def loop_or_all_syncs(a: Analysis) -> tuple[float, float, float]:
     if len(a.what_if.loops) != 1:
         return all_syncs(a)
     (loop,) = a.what_if.loops
-    low, high = saving_range(max(loop.span_ns[0], 0.0), max(loop.span_ns[1], 0.0), RATIO)
+    low, high = loop.range_ns
     return loop.saving_ns / 1e6, low / 1e6, high / 1e6
 
 
@@ -108,7 +115,7 @@ def test_the_ratio_holds_the_set_it_was_tuned_on_with_a_tenth_to_spare():
     slower run's host scale was replayed where the replay cannot reach that run's step (the slowest host nsys
     leaves, 1 / 1.1, instead of the fitted one)."""
     spans = [
-        (saving, lab(f"{name}_degraded", calibrated_).what_if.all_syncs_span_ns)
+        (saving, span(FIXTURES / f"h200/cal/{name}_degraded.sqlite.xz", calibrated_))
         for name, (saving, beyond) in lab_measured("cal").items()
         if beyond
         for calibrated_ in (True, False)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from nsync.stages.report import analysis_result
 from tests.tracebuilder import DTOH, PAGEABLE, TraceBuilder, ns
 
 FIXTURES = [
@@ -49,8 +50,8 @@ def check_invariants(a) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", FIXTURES)
-def test_every_real_fixture_keeps_the_bounds(h200_analysis, name: str) -> None:
-    a = h200_analysis(name)
+def test_every_real_fixture_keeps_the_bounds(h200_stages, name: str) -> None:
+    a = h200_stages(name)
     check_invariants(a)
     assert a.totals["gpu_count"] == 1
 
@@ -82,13 +83,13 @@ def test_two_gpus_are_idle_each_over_the_same_span(build) -> None:
 
 
 def test_the_terminal_and_json_give_two_gpus_share_of_their_idle(build) -> None:
-    from nsync import build_report, render_terminal, report_to_dict
+    from nsync import render_terminal
 
     b = TraceBuilder()
     b.kernel(1, 1, 1, 1001, device=0, name="a")
     b.kernel(2, 1, 1, 501, device=1, stream=9, name="b")
-    a = build(b)
-    data = report_to_dict(build_report(a))
+    a = analysis_result(build(b))
+    data = a.to_dict()
     assert data["totals"]["gpu_idle_pct"] == 25.0  # 500 of 2 x 1000 µs
     assert sorted(g["idle_pct"] for g in data["totals"]["per_gpu"]) == [0.0, 50.0]
     assert "GPU idle 0.50 ms (25.0% of 2 GPUs x 1.0 ms)" in render_terminal(a)

@@ -11,9 +11,10 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from nsync import build_report, render_html, render_markdown
+import nsync
+from nsync import render_html, render_markdown
 from nsync.render.figures import steps_figure, timeline_figure
-from nsync.render.terminal import CONTINUED, code_lines
+from nsync.render.terminal.layout import CONTINUED, code_lines
 from tests.browser import CHROMIUM, FLAGS, figures_of, needs_chromium
 from tests.conftest import PROBE_LINES
 from tests.test_cli import NSYNC, ROOT, run
@@ -88,22 +89,13 @@ def test_every_call_site_shows_its_line_its_cost_and_its_fix_at_any_width(column
     assert "warning" not in result.stdout and "no Python frames" not in result.stdout  # (stderr's)
 
 
-@pytest.mark.slow
-def test_the_readme_sample_is_what_the_tool_prints() -> None:
-    readme = (ROOT / "README.md").read_text()
-    sample = readme.split("On the bundled degraded trace (`make demo`):\n\n```\n")[1].split("```")[0]
-    printed = subprocess.run(
-        [*NSYNC, "analyze", "fixtures/h200/print_deg.sqlite.xz"],
-        capture_output=True, text=True, timeout=120, cwd=ROOT, env={"PATH": "/usr/bin:/bin"},
-    ).stdout  # fmt: skip
-    assert sample.splitlines() == [line.rstrip() for line in printed.splitlines()]
-
-
 def test_markdown_code_spans_are_literal_and_warnings_stay_apart(h200_analysis) -> None:
     import dataclasses
 
     analysis = h200_analysis("p2")  # one warning of its own (frames not exported), and a second one
-    text = render_markdown(dataclasses.replace(analysis, warnings=[*analysis.warnings, "a second warning"]))
+    text = render_markdown(
+        dataclasses.replace(analysis, warnings=[*analysis.warnings, nsync.Notice("unknown", "a second warning")])
+    )
     assert "| `<unknown>:0` |" in text and "&lt;unknown" not in text
     quotes = [i for i, line in enumerate(text.splitlines()) if line.startswith("> ")]
     assert len(quotes) == 2 and quotes[1] - quotes[0] == 2  # a blank line between: two paragraphs
@@ -149,7 +141,7 @@ def _layout(page: Path, width: int) -> dict[str, float]:
 @pytest.mark.parametrize("width", [900, 1280, 1400])
 def test_the_report_fits_a_laptop_screen(h200_analysis, tmp_path: Path, width: int) -> None:
     page = tmp_path / "r.html"
-    page.write_text(render_html(h200_analysis("p4"), source_dirs=[ROOT / "fixtures/h200"]))
+    page.write_text(render_html(h200_analysis("p4"), nsync.RenderOptions(source_dirs=(ROOT / "fixtures/h200",))))
     measured = _layout(page, width)
     assert measured["scroll"] <= measured["width"]  # nothing sticks out sideways
     assert 0 < measured["fix"] <= measured["width"]  # the fix column is on the page
@@ -166,7 +158,7 @@ def test_the_report_puts_the_saving_in_the_ranking_and_reds_only_real_idle(h200_
 
 
 def test_a_healthy_timeline_has_a_time_axis_and_the_step_chart_names_its_bars(h200_analysis) -> None:
-    healthy = build_report(h200_analysis("print_ok"))
+    healthy = h200_analysis("print_ok")
     figure = timeline_figure(healthy.timeline)
     assert figure is not None and "ms from" in figure["layout"]["xaxis"]["title"]["text"]
     assert figure["layout"]["xaxis"]["anchor"] == "y"  # no lead panel without syncs: the axis under the lanes
@@ -213,7 +205,7 @@ def test_quiet_prints_the_verdict_alone_and_verbose_the_stacks() -> None:
 
 
 DEVICE_TREE_BYTES = 64 * 2**20  # what travels to the lent H200: the working tree, tracked files and all
-LIBDW_BYTES = 800_000  # .libdw/ (libdw.so.1, libelf.so.1), carried beside it for nsys there (scripts/h200-env.sh)
+LIBDW_BYTES = 800_000  # .libdw/ (libdw.so.1, libelf.so.1), carried beside it for nsys there (scripts/h200/env.sh)
 
 
 def git(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:

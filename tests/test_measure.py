@@ -20,7 +20,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from nsync.measuring import run_order
-from nsync.report.measurement import change_between, t975
+from nsync.measuring.change import change_between, t975
 from tests.conftest import interruptible
 from tests.test_calibration import fake_torch
 
@@ -277,8 +277,10 @@ def test_what_the_h200_measured_holds_the_fixes_measured_in_one_process():
 def test_a_hostile_command_is_inert_in_the_text_and_the_markdown():
     """A command line is the user's, but may carry a file's name from anywhere: no terminal escape, no HTML,
     no table broken by a pipe or a backtick."""
-    from nsync.render.measurement import measurement_markdown, measurement_text
-    from nsync.report.measurement import SCHEMA, Measurement, measured_command
+    from nsync import render_markdown
+    from nsync.measuring.change import measured_command
+    from nsync.render.measurement import measurement_text
+    from nsync.report.measurement import SCHEMA, Measurement
 
     hostile = ["python3", "x.py", "`a|b`<script>alert(1)</script>\x1b[2J\n| c |"]
     a = measured_command("A", hostile, [np.array([10.0, 10.2]), np.array([9.9, 10.1])])
@@ -287,7 +289,7 @@ def test_a_hostile_command_is_inert_in_the_text_and_the_markdown():
     m = Measurement(SCHEMA, verdict, "marks", ["A", "B", "B", "A"], a, b, change, notes=["run 1 (A) <b>x</b>"])
     text = measurement_text(m)
     assert "\x1b" not in text and "\\x1b[2J" in text
-    markdown = measurement_markdown(m)
+    markdown = render_markdown(m)
     assert "\x1b" not in markdown and "<b>" not in markdown
     rows = [line for line in markdown.splitlines() if line.startswith("| ")]
     command_cell = rows[2].split(" | ")[1]  # HTML inside a code span is shown as text
@@ -398,12 +400,12 @@ def test_a_ctrl_c_after_two_runs_of_each_still_says_what_they_tell(tmp_path: Pat
     assert early.stderr.splitlines()[-1] == "nsync: interrupted"
 
 
-def test_the_readme_names_every_field_of_the_measure_json():
+def test_the_docs_name_every_field_of_the_measure_json():
     from dataclasses import fields
 
     from nsync.report.measurement import MeasuredChange, MeasuredCommand, Measurement
 
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
-    block = readme[readme.index("JSON (`nsync.measure/1`") :][:900]
+    docs = (Path(__file__).parent.parent / "docs/json.md").read_text()
+    block = docs[docs.index("JSON (`nsync.measure/1`") :][:900]
     for kind in (Measurement, MeasuredCommand, MeasuredChange):
         assert {f.name for f in fields(kind) if f'"{f.name}"' not in block} == set(), kind.__name__

@@ -14,7 +14,7 @@ import pytest
 
 from nsync.errors import NsysError
 from nsync.load.model import Frame
-from nsync.nsys.capture import export_sqlite
+from nsync.nsys.export import export_sqlite
 from nsync.nsys.locate import describe, find_nsys
 from nsync.stages.callsites import hint_for
 from nsync.stages.detect import SyncKind
@@ -144,9 +144,10 @@ def test_a_ctrl_c_a_library_swallows_still_ends_the_command() -> None:
     written) or, past the last one, as it returns."""
     program = (
         "import os, signal, sys, time\nfrom nsync.__main__ import main\nimport nsync.cli as cli\n"
+        "from nsync.cli.output import spinning\n"
         "def run(argv):\n    try:\n        os.kill(os.getpid(), signal.SIGINT); time.sleep(1)\n"
         "    except BaseException:\n        pass  # a library swallows it\n"
-        "    if argv:\n        from rich.status import Status\n        cli.progress(Status(''))('loading')\n"
+        "    if argv:\n        with spinning('') as progress:\n            progress()('loading')\n"
         "    print('report')\n    return 0\n"
         "cli.run = run\nmain()\n"
     )

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from nsync.nsys.inject import STEP_MARK
-from nsync.report.analysis import build_report, report_to_dict
+from nsync.stages.report import analysis_result
 from tests.tracebuilder import TraceBuilder, ns
 
 TRAIN, EVAL = 1000, 400  # µs per training iteration, per evaluation batch
@@ -117,8 +117,8 @@ def test_one_user_line_with_two_library_syncs_is_two_call_sites_naming_both(buil
         corr = b.stream_sync(1, t0 + 410, t0 + 705)
         mask = ("_ignore_causal_mask_sdpa", f"{SITE}/transformers/masking_utils.py", 269)
         b.python_stack(1, corr, [mask, ("forward", f"{SITE}/torch/nn/modules/module.py", 1775), *user])
-    a = build(b)
-    data = report_to_dict(build_report(a))
+    a = analysis_result(build(b))
+    data = a.to_dict()
     sites = {
         (s["line"], s["sync_frame"]["file"].rsplit("/", 1)[-1], s["sync_frame"]["line"]) for s in data["callsites"]
     }

@@ -268,7 +268,7 @@ def test_ctrl_c_stops_the_program_and_still_analyses_the_capture(tmp_path, echo)
     _out, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
     assert (tmp_path / "nsync-out/echo args.sqlite").is_file()
-    assert json.loads((tmp_path / "r.json").read_text())["schema"] == "nsync.analysis/1"
+    assert json.loads((tmp_path / "r.json").read_text())["schema"] == "nsync.analysis/2"
 
 
 @pytest.mark.slow

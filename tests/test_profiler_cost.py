@@ -23,7 +23,7 @@ NUMBER = r"(-?[\d.]+)"
 
 
 def logged(log: str) -> Iterator[tuple[str, int, dict]]:
-    """A log of runs headed "== MODE ROUND" (the scripts/h200-*.sh that write them): (mode, round, RESULT) for
+    """A log of runs headed "== MODE ROUND" (the scripts/h200/*.sh that write them): (mode, round, RESULT) for
     each RESULT line, in order."""
     mode, round_ = "", 0
     for line in (COST / log).read_text().splitlines():

@@ -112,7 +112,7 @@ def test_ranks_that_ran_different_collectives_are_paired_in_order_with_a_warning
     results = [rank_result(r, str(p), AnalysisConfig()) for r, p in rank_paths([tmp_path])]
     report = ranks_report(results, AnalysisConfig())
     assert report.collectives == 1
-    assert report.warnings[0].startswith(f"the ranks ran different numbers of collectives ({STEPS}, 1)")
+    assert report.warnings[0].message.startswith(f"the ranks ran different numbers of collectives ({STEPS}, 1)")
 
 
 def test_ranks_without_collectives_say_so(tmp_path: Path) -> None:
@@ -123,7 +123,7 @@ def test_ranks_without_collectives_say_so(tmp_path: Path) -> None:
         paths.append(b.write(tmp_path / f"rank{rank}.sqlite"))
     report = ranks_report([rank_result(r, str(p), AnalysisConfig()) for r, p in enumerate(paths)], AnalysisConfig())
     assert report.collectives == 0 and report.stragglers == [] and not report.worth_fixing
-    assert "no collective kernels (NCCL) in these traces" in report.warnings[0]
+    assert report.warnings[0].code == "no-collectives" and "no collective kernels (NCCL)" in report.warnings[0].message
 
 
 @pytest.mark.slow
@@ -131,7 +131,7 @@ def test_nsync_ranks_runs_on_a_local_dask_cluster(late_pair: Path) -> None:
     done = run("ranks", late_pair, "--json", "-", "--workers", "2")
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
-    assert data["schema"] == "nsync.ranks/1"
+    assert data["schema"] == "nsync.ranks/2"
     assert [r["rank"] for r in data["ranks"]] == [0, 1]
     assert data["stragglers"][0]["where"] == "train.py:42"
     summary = run("ranks", late_pair / "rank1.sqlite", late_pair / "rank0.sqlite", "--workers", "1")

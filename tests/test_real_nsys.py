@@ -29,5 +29,5 @@ def test_cpu_only_trace_from_real_nsys_reports_no_cuda_activity(cpu_only_export)
     assert data["status"] == "no-cuda"
     assert data["trace"]["nsys_version"].startswith("2022.4")
     assert data["trace"]["export_schema_version"] == "3.0.0"
-    assert any("no CUDA activity in this trace" in w for w in data["warnings"])
+    assert any(w["code"] == "no-cuda" and "no CUDA activity in this trace" in w["message"] for w in data["warnings"])
     assert data["callsites"] == [] and data["totals"]["sync_count"] == 0

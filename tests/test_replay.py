@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from nsync.analysis import run_stages
 from nsync.stages.replay import LOOP_BODY_OPS, PROFILED_HOST_SCALE_MAX, fit_host_scale, other_scales
 from tests.tracebuilder import DEVICE, DTOH, PAGEABLE, PINNED, TraceBuilder, ns
 
@@ -51,7 +52,8 @@ def test_a_saving_is_its_mean_over_the_host_scales_most_of_it_at_the_fitted_one(
     820 + 200 s µs; fixing one sync, 810 + 100 s (the other still drains the queue); fixing both, the GPU's 800.
     So a saving of 10 + 100 s for one, 20 + 200 s for both, at the scales 1 (uncalibrated: the one given), 0.4
     and 0.85 (its range): the point weighs them 0.725 (1 - (0.117 / ln 1.25)²) and 0.1375 each; the span runs
-    from the least to the largest."""
+    from the least to the largest, and the likely range 0.9 times the least to 1.4 times the largest (the default
+    saving_ratio)."""
     b = TraceBuilder()
     two_syncs_per_step(b)
     a = build(b, host_scale=1.0, host_scale_range=(0.4, 0.85))
@@ -62,8 +64,8 @@ def test_a_saving_is_its_mean_over_the_host_scales_most_of_it_at_the_fitted_one(
     fitted, end = 0.725, 0.1375
     assert w.saving_ns[site] == pytest.approx(ns(fitted * one(1) + end * (one(0.4) + one(0.85))), rel=1e-3)
     assert w.all_syncs_saving_ns == pytest.approx(ns(fitted * both(1) + end * (both(0.4) + both(0.85))), rel=1e-3)
-    assert w.saving_span_ns[site] == pytest.approx((ns(one(0.4)), ns(one(1))))
-    assert w.all_syncs_span_ns == pytest.approx((ns(both(0.4)), ns(both(1))))
+    assert w.saving_range_ns[site] == pytest.approx((0.9 * ns(one(0.4)), 1.4 * ns(one(1))))
+    assert w.all_syncs_range_ns == pytest.approx((0.9 * ns(both(0.4)), 1.4 * ns(both(1))))
 
 
 def test_a_kernel_queued_behind_another_starts_the_dispatch_gap_after_it(build):
@@ -155,8 +157,8 @@ def test_a_slower_run_than_the_replay_can_reach_is_the_slowest_host_nsys_leaves(
 
 
 @pytest.mark.parametrize("name", ["print_deg", "print_ok"])
-def test_unchanged_replay_reproduces_the_step_time_within_5_percent(h200_analysis, name):
-    a = h200_analysis(name)
+def test_unchanged_replay_reproduces_the_step_time_within_5_percent(h200_stages, name):
+    a = h200_stages(name)
     measured = float(np.median(a.step_stats["gpu_duration_ns"].dropna()))
     assert a.what_if.replayed_step_ns == pytest.approx(measured, rel=0.05)
 
@@ -171,9 +173,9 @@ MEASURED = {
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", list(MEASURED))
-def test_fixing_the_sync_predicts_the_healthy_step(h200_analysis, name):
+def test_fixing_the_sync_predicts_the_healthy_step(h200_stages, name):
     _degraded, healthy, file, line = MEASURED[name]
-    a = h200_analysis(name)
+    a = h200_stages(name)
     top = a.callsites.iloc[0]
     assert (top["file"].rsplit("/", 1)[-1], top["line"]) == (file, line)
     predicted = a.what_if.unprofiled_step_ns - top["predicted_saving_ns_per_step"]
@@ -197,9 +199,9 @@ def test_fixing_the_sync_predicts_the_healthy_step(h200_analysis, name):
         ),
     ],
 )
-def test_predicted_saving_is_within_30_percent_of_the_measured_one(h200_analysis, name):
+def test_predicted_saving_is_within_30_percent_of_the_measured_one(h200_stages, name):
     degraded, healthy, *_ = MEASURED[name]
-    saving = h200_analysis(name).callsites.iloc[0]["predicted_saving_ns_per_step"]
+    saving = h200_stages(name).callsites.iloc[0]["predicted_saving_ns_per_step"]
     assert saving == pytest.approx((degraded - healthy) * 1e6, rel=0.30)
 
 
@@ -265,7 +267,8 @@ def test_a_loop_of_reads_done_at_once_takes_the_loop_s_host_time_away(build):
     assert loop.reads_per_step == 10
     released, vectorised = ns(10 * 10), ns(20 + 40 * 9 + 24 - 34)
     assert a.callsites.iloc[0]["predicted_saving_ns_per_step"] == released
-    assert loop.span_ns == (released, vectorised)  # at the one host scale: from the reads alone to the whole loop
+    # at the one host scale: from the reads alone to the whole loop, times the likely range's 0.9 and 1.4
+    assert loop.range_ns == pytest.approx((0.9 * released, 1.4 * vectorised))
     assert loop.saving_ns == pytest.approx(released + 0.6 * (vectorised - released))  # LOOP_GONE_SHARE
     assert a.verdict is not None and a.verdict.site == "train.py:40 (its loop, for all items at once)"
 
@@ -291,16 +294,16 @@ def test_every_output_shows_a_loop_s_saving_beside_the_site_s(build):
     (AnalysisConfig.saving_ratio)."""
     import json
 
-    from nsync import render_html, render_json, render_markdown
-    from nsync.render.terminal import render_terminal
+    from nsync import RenderOptions, render_html, render_json, render_markdown, render_terminal
+    from nsync.stages.report import analysis_result
 
     b = TraceBuilder()
     a_loop_of_reads(b)
-    a = build(b, host_scale=1.0, host_scale_range=())
+    a = analysis_result(build(b, host_scale=1.0, host_scale_range=()))
     (site,) = json.loads(render_json(a))["callsites"]
     assert (site["loop_saving_ms_per_step"], site["loop_saving_ms_per_step_low"]) == (0.262, 0.09)
     assert site["loop_saving_ms_per_step_high"] == pytest.approx(0.518)
-    assert "its loop at once: 0.262 ms/step (likely 0.090-0.518)" in render_terminal(a, width=80)
+    assert "its loop at once: 0.262 ms/step (likely 0.090-0.518)" in render_terminal(a, RenderOptions(width=80))
     assert "loop at once 0.262 (0.090-0.518)" in render_markdown(a)
     assert 'loop at once 0.262</span><br><span class="muted">0.09-0.52</span>' in render_html(a)
     assert "do the loop of <code>train.py:40</code> for all items at once</td>" in render_html(a)
@@ -315,7 +318,7 @@ def test_a_read_of_another_line_just_after_a_loop_is_not_in_the_loop(build):
     (loop,) = a.what_if.loops
     line_of = dict(zip(a.callsites["site_id"], a.callsites["line"]))
     assert [line_of[site] for site in loop.sites] == [40] and loop.reads_per_step == 10
-    assert loop.span_ns == (ns(10 * 10), ns(20 + 40 * 9 + 24 - 34))
+    assert loop.range_ns == pytest.approx((0.9 * ns(10 * 10), 1.4 * ns(20 + 40 * 9 + 24 - 34)))
 
 
 @pytest.mark.parametrize(
@@ -327,7 +330,7 @@ def test_a_loop_of_copies_to_pageable_memory_is_a_loop_only_where_the_source_sho
     """``.tolist()`` in a loop: each read a blocking copy to pageable memory, then a sync. Such a loop is the
     user's where the source shows a loop around the line; unreadable, it may be a library's inside one call
     (torch's ctc_loss makes one: in_source), so it is not priced."""
-    from nsync import AnalysisConfig, analyze
+    from nsync import AnalysisConfig
 
     inner = {"loop": ["    for row in rows:", "        ids = row.tolist()"], "none": ["    pass", "    ids = ctc(x)"]}
     folders = []
@@ -338,7 +341,7 @@ def test_a_loop_of_copies_to_pageable_memory_is_a_loop_only_where_the_source_sho
         folders = [code.parent]
     b = TraceBuilder()
     a_loop_of_reads(b, pageable=True)
-    a = analyze(
+    a = run_stages(
         b.write(tmp_path / "t.sqlite"), AnalysisConfig(host_scale=1.0, host_scale_range=()), source_dirs=folders
     )
     assert "pageable-copy" in a.callsites.iloc[0]["kinds"]
@@ -355,13 +358,15 @@ def test_each_loop_of_reads_is_one_loop_in_every_output_even_with_another_s_figu
     import sqlite3
     from dataclasses import replace
 
-    from nsync import build_report, render_html, render_json
+    from nsync import render_html, render_json
     from nsync.render.database import write_database
+    from nsync.stages.report import analysis_result
 
     b = TraceBuilder()
     a_loop_of_reads(b, lines=(40, 50))
-    a = build(b, host_scale=1.0, host_scale_range=())
-    assert len(a.what_if.loops) == 2
+    stages = build(b, host_scale=1.0, host_scale_range=())
+    assert len(stages.what_if.loops) == 2
+    a = analysis_result(stages)
     by_line = {site["line"]: site["loop_id"] for site in json.loads(render_json(a))["callsites"]}
     assert sorted(by_line) == [40, 50] and sorted(by_line.values()) == [0, 1]
     write_database(a, tmp_path / "report.db")
@@ -369,7 +374,7 @@ def test_each_loop_of_reads_is_one_loop_in_every_output_even_with_another_s_figu
         assert dict(db.execute("select line, loop_id from callsites").fetchall()) == by_line
     html = render_html(a)
     assert "do the loop of <code>train.py:40</code>" in html and "do the loop of <code>train.py:50</code>" in html
-    report = build_report(a)
+    report = a
     figures = {"loop_saving_ms_per_step": 0.25, "loop_saving_ms_per_step_low": 0.1, "loop_saving_ms_per_step_high": 0.5}
     same = [replace(s, **figures) for s in report.callsites]
     assert [[s.line for s in sites] for _, sites in report.loops_at_once(same)] in ([[40], [50]], [[50], [40]])
@@ -379,7 +384,7 @@ def test_each_loop_of_reads_is_one_loop_in_every_output_even_with_another_s_figu
 def test_a_loop_the_source_shows_no_loop_around_is_a_library_s_own_and_not_priced(tmp_path, looped: bool):
     """The same reads (line 40, one stack, 10 a step) are a Python loop when the readable source has one around
     line 40, and a library reading from C++ inside one call of the line when it has none."""
-    from nsync import AnalysisConfig, analyze
+    from nsync import AnalysisConfig
 
     inner = (
         ["    for item in items:", "        total += loss_of(item).item()"]
@@ -395,7 +400,7 @@ def test_a_loop_the_source_shows_no_loop_around_is_a_library_s_own_and_not_price
     b = TraceBuilder()
     a_loop_of_reads(b)
     path = b.write(tmp_path / "loop.sqlite")
-    a = analyze(path, AnalysisConfig(host_scale=1.0, host_scale_range=()), source_dirs=[source.parent])
+    a = run_stages(path, AnalysisConfig(host_scale=1.0, host_scale_range=()), source_dirs=[source.parent])
     assert a.callsites.iloc[0]["advice"].basis == "code"  # the line was read
     assert bool(a.what_if.loops) == looped
     assert a.callsites["loop_saving_ns_per_step"].notna().all() == looped

@@ -5,10 +5,14 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from nsync import AnalysisConfig, analyze, build_report, render_html, render_markdown
+import nsync
+from nsync import AnalysisConfig, analyze, render_html, render_markdown
 from nsync.render.figures import timeline_figure
+from nsync.report.timeline import Timeline
+from nsync.stages.activity import GpuActivity, exposed_spans, gpu_activity, gpu_utilisation
 from tests.browser import load, needs_chromium
 from tests.test_real_nsys import needs_nsys
 from tests.tracebuilder import TraceBuilder
@@ -20,7 +24,7 @@ FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "h200"
 
 
 def write_report(analysis, path: Path) -> Path:
-    path.write_text(render_html(analysis, source_dirs=[FIXTURES]), encoding="utf-8")
+    path.write_text(render_html(analysis, nsync.RenderOptions(source_dirs=(FIXTURES,))), encoding="utf-8")
     return path
 
 
@@ -139,10 +143,18 @@ def test_markdown_summary_is_a_compact_pr_table(tmp_path):
     )
 
 
-def _timeline(ops: list[tuple[int, int]], windows: list[tuple[int, int]], span: tuple[int, int]):
-    from nsync.report.analysis import Timeline, TimelineCalls, TimelineLead, TimelineOps, TimelineSyncs
+def _activity(ops: list[tuple[int, int]], windows: list[tuple[int, int]], span: tuple[int, int]) -> GpuActivity:
+    """One GPU's ``ops`` and the syncs' exposed-idle ``windows`` over ``span`` (nsync.stages.activity)."""
+    start, end = (np.array([op[k] for op in ops], np.int64) for k in (0, 1))
+    opened, closed = (np.array([w[k] for w in windows], np.int64) for k in (0, 1))
+    return gpu_activity(start, end, np.zeros(len(ops), np.int64), span, (opened, closed))
+
+
+def _timeline(ops: list[tuple[int, int]], windows: list[tuple[int, int]], span: tuple[int, int]) -> Timeline:
+    from nsync.report.timeline import TimelineCalls, TimelineLead, TimelineOps, TimelineSyncs
 
     n, k = len(ops), len(windows)
+    activity = _activity(ops, windows, span)
     return Timeline(
         span[0], span[1], "a slice", None,
         TimelineOps([a for a, _ in ops], [b for _, b in ops], ["GPU 0 · stream 7"] * n, ["kernel"] * n, ["k"] * n,
@@ -152,14 +164,17 @@ def _timeline(ops: list[tuple[int, int]], windows: list[tuple[int, int]], span: 
                       [a for a, _ in windows], [b for _, b in windows], [0] * k, [f"a.py:{i}" for i in range(k)],
                       ["f"] * k),
         TimelineLead([], [], []),
+        exposed=exposed_spans(activity),
+        utilisation=gpu_utilisation(activity, *span),
     )  # fmt: skip
 
 
 def test_gpu_activity_splits_idle_by_the_window_that_began_last() -> None:
     """Kernels [0,10] [5,20] [30,40] in [0,50]: busy [0,20] and [30,40]. Windows A [15,35] and B [25,45]: idle
     [20,25] is A's, [25,30] and [40,45] B's (it began last), [45,50] no sync's."""
-    activity = _timeline([(0, 10), (5, 20), (30, 40)], [(15, 35), (25, 45)], (0, 50)).gpu_activity()
-    assert list(zip(activity.start_ns, activity.end_ns, activity.busy, activity.sync)) == [
+    activity = _activity([(0, 10), (5, 20), (30, 40)], [(15, 35), (25, 45)], (0, 50))
+    columns = (activity.start_ns, activity.end_ns, activity.busy, activity.sync)
+    assert list(zip(*(column.tolist() for column in columns))) == [
         (0, 20, True, -1), (20, 25, False, 0), (25, 30, False, 1), (30, 40, True, -1), (40, 45, False, 1),
         (45, 50, False, -1),
     ]  # fmt: skip
@@ -170,7 +185,7 @@ def test_the_gpu_panel_draws_every_exposed_idle_span_however_many() -> None:
     stopped at 300 windows; the panel's orange now holds all 1000 (50 % of the time) and its dark 30 %."""
     ops = [(100 * i, 100 * i + 30) for i in range(1000)]
     windows = [(100 * i + 30, 100 * i + 80) for i in range(1000)]
-    use = _timeline(ops, windows, (0, 100_000)).gpu_utilisation(bins=200)
+    use = gpu_utilisation(_activity(ops, windows, (0, 100_000)), 0, 100_000, bins=200)
     assert use.exposed == [0.5] * 200 and use.busy == [0.3] * 200
     assert use.sync == [5 * b + 2 for b in range(200)]  # the window over each bin's middle (its step's +50 ns)
     figure = timeline_figure(_timeline(ops, windows, (0, 100_000)))
@@ -198,7 +213,7 @@ def test_every_report_is_at_most_1_5_mb_and_renders_in_seconds(name: str, h200, 
     import time
 
     folder, stem = name.split("/")
-    report = build_report(analyze((h200 if folder == "h200" else real)(stem)))
+    report = analyze((h200 if folder == "h200" else real)(stem))
     started = time.perf_counter()
     page = render_html(report)
     assert time.perf_counter() - started < 15

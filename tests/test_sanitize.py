@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from nsync import analyze, build_report, report_to_dict
+from nsync import analyze
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -23,7 +23,7 @@ def callchain_rows(path: Path) -> int:
 
 def report_json(path: Path) -> dict:
     """The report as JSON, without what names the file."""
-    report = report_to_dict(build_report(analyze(path)))
+    report = analyze(path).to_dict()
     report.pop("trace", None)
     return report
 

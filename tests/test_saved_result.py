@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import nsync
 from tests.test_cli import ROOT, assert_one_line_error, run
 
 PRINT_DEG = ROOT / "fixtures/h200/print_deg.sqlite.xz"
@@ -89,7 +90,7 @@ def _edited(saved, tmp_path: Path, edit) -> Path:
 @pytest.mark.parametrize(
     ("edit", "code", "fragment"),
     [
-        (lambda d: d.update(schema="nsync.analysis/2"), 1, "of another version (nsync.analysis/2)"),
+        (lambda d: d.update(schema="nsync.analysis/3"), 1, "of another version (nsync.analysis/3); this nsync reads"),
         (lambda d: d.update(schema="nsync.diff/1"), 1, "not an nsync result"),
         (lambda d: d.pop("totals"), 1, "totals is missing"),
         (lambda d: d["totals"].update(sync_count="many"), 1, "totals.sync_count: expected int, found str"),
@@ -98,6 +99,26 @@ def _edited(saved, tmp_path: Path, edit) -> Path:
 )
 def test_a_damaged_result_is_one_line(saved, tmp_path: Path, edit, code: int, fragment: str) -> None:
     assert_one_line_error(run("analyze", "--from", _edited(saved, tmp_path, edit)), code, fragment)
+
+
+@pytest.mark.slow
+def test_a_result_of_schema_1_still_renders(saved, tmp_path: Path) -> None:
+    """Schema 1 wrote each warning as its text and held no binned GPU time: such a file reads, its warnings kept
+    (their code unknown), its page drawn without the GPU band."""
+
+    def as_schema_1(data: dict) -> None:
+        data["schema"] = "nsync.analysis/1"
+        data["warnings"] = [w["message"] for w in data["warnings"]] + ["a warning of schema 1"]
+        for key in ("exposed", "utilisation", "step_utilisation"):
+            data["timeline"].pop(key)
+
+    older = _edited(saved, tmp_path, as_schema_1)
+    analysis = nsync.Analysis.load(older)
+    assert analysis.warnings[-1] == nsync.Notice("unknown", "a warning of schema 1")
+    assert analysis.timeline is not None and analysis.timeline.utilisation is None
+    shown = run("analyze", "--from", older, "--html", tmp_path / "old.html", "--markdown", tmp_path / "old.md")
+    assert shown.returncode == 0, shown.stderr
+    assert "> a warning of schema 1" in (tmp_path / "old.md").read_text()
 
 
 @pytest.mark.slow
@@ -118,3 +139,25 @@ def test_from_refuses_what_only_an_analysis_can_do(saved) -> None:
     done = run("analyze", PRINT_DEG, "--from", result, "--window", "1:2", "--db", "/tmp/x.db")
     assert_one_line_error(done, 2, "TRACE, --window, --db need a trace to analyse")
     assert_one_line_error(run("analyze"), 2, "Missing argument 'TRACE'")
+
+
+@pytest.mark.slow
+def test_every_command_renders_and_gates_a_result_it_saved(tmp_path: Path, h200_analysis) -> None:
+    """--from on diff, ranks and measure: the saved result printed, written in another format, and gated as the
+    fresh one was (the bundled pair is a regression of +23 % under the profiler: exit 3 over a 5 % gate)."""
+    from tests.test_api import _measurement
+
+    ok, deg = ROOT / "fixtures/h200/print_ok.sqlite.xz", PRINT_DEG
+    fresh = run("diff", ok, deg, "--json", tmp_path / "d.json")
+    shown = run("diff", "--from", tmp_path / "d.json", "--markdown", tmp_path / "d.md", "--fail-on-regression", "5")
+    assert (shown.returncode, shown.stdout) == (3, fresh.stdout)
+    assert (tmp_path / "d.md").read_text().startswith("### nsync diff: print_ok.sqlite.xz → print_deg.sqlite.xz")
+    ranks = nsync.Ranks("nsync.ranks/2", [], 0, [0.0], 0.0, [], "no steps on rank 0: no verdict", False, [], [])
+    nsync.write(ranks, tmp_path / "r.json")
+    shown = run("ranks", "--from", tmp_path / "r.json", "--markdown", tmp_path / "r.md")
+    assert shown.returncode == 0 and "verdict: no steps on rank 0: no verdict" in shown.stdout
+    nsync.write(_measurement(), tmp_path / "m.json")
+    shown = run("measure", "--from", tmp_path / "m.json", "--fail-on-regression", "5")
+    assert shown.returncode == 0 and "B is faster than A" in shown.stdout
+    assert_one_line_error(run("measure", "--from", tmp_path / "d.json"), 1, "not an nsync measurement")
+    assert_one_line_error(run("diff", deg, "--from", tmp_path / "d.json"), 2, "BASELINE needs a trace to analyse")

@@ -7,13 +7,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from nsync import analyze, load_trace
+from nsync import load_trace
+from nsync.analysis import run_stages
 from nsync.load.model import API_COLUMNS, EVENT_LINK_COLUMNS, GPU_OP_COLUMNS
+from nsync.report.tables import LOOP_COLUMNS, SAVING_COLUMNS
 from nsync.stages.advice import ADVICE_COLUMNS
 from nsync.stages.attribute import ATTRIBUTED_COLUMNS
 from nsync.stages.callsites import CALLSITE_COLUMNS, LABEL_COLUMNS, STACK_COLUMNS
 from nsync.stages.detect import SYNC_COLUMNS, SYNC_ORDER, detect_syncs, is_relevant_api
-from nsync.stages.replay import LOOP_COLUMNS, SAVING_COLUMNS
 from tests.test_cli import ROOT
 
 TRACES = [ROOT / "fixtures/h200/print_deg.sqlite.xz", ROOT / "fixtures/h200/p2.sqlite.xz"]
@@ -55,7 +56,7 @@ def test_each_stage_adds_its_declared_columns_and_keeps_the_sync_order(loaded) -
     detected = detect_syncs(trace, trace.gpu_ops)
     assert list(detected.columns) == SYNC_COLUMNS
     assert _in_sync_order(detected) and isinstance(detected.index, pd.RangeIndex)
-    result = analyze(trace)
+    result = run_stages(trace)
     syncs = result.syncs
     assert list(syncs.columns) == [*SYNC_COLUMNS, *ATTRIBUTED_COLUMNS, *STACK_COLUMNS, *LABEL_COLUMNS]
     assert _in_sync_order(syncs) and len(syncs) > 0

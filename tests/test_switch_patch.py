@@ -184,36 +184,37 @@ def test_after_a_measure_it_verdict_nsync_profile_says_the_commands_that_settle_
     import shlex
 
     import nsync
-    from nsync.calibration import read_calibration
-    from nsync.cli import _to_settle
 
     fresh = ROOT / "fixtures/fresh"
 
-    def calibrated(name: str) -> nsync.Report:  # as nsync analyze reads it: with the calibration beside it
-        calibration = read_calibration(fresh / f"{name}.calibration.json")
-        return nsync.build_report(
-            nsync.analyze(fresh / f"{name}.sqlite.xz", calibration=calibration, source_dirs=[fresh])
-        )
+    def profiled(name: str, sqlite: str = "out/run.sqlite") -> nsync.ProfileResult:
+        """As nsync profile analyses it: with the calibration beside it."""
+        analysis = nsync.analyze(fresh / f"{name}.sqlite.xz", source_dirs=[fresh])
+        return nsync.ProfileResult(analysis, Path(sqlite), None, 0, False)
 
-    written = calibrated("hf_gpt2_perseq")
-    assert written.verdict is not None and written.verdict.measure
+    def settle(result: nsync.ProfileResult, words: list[str], switch: Path | None = None, **options: object) -> str:
+        return nsync.to_settle(result, words, nsync.ProfileOptions(**options), switch)  # type: ignore[arg-type]
+
+    written = profiled("hf_gpt2_perseq")
+    assert written.analysis.verdict is not None and written.analysis.verdict.measure
     words = ["train.py", "--name", "it's mine"]
-    said = _to_settle(written, words, Path("out/run.sqlite"), None, None)
+    said = settle(written, words)
     assert said == (
         "to settle it: nsync analyze out/run.sqlite --suggest-switch both.patch && git apply both.patch && "
         "nsync measure " + shlex.quote("train.py --name 'it'\"'\"'s mine'")
     )
     assert shlex.split(shlex.split(said.rpartition("nsync measure ")[2])[0]) == words  # the shell gives them back
-    again = _to_settle(written, ["-m", "pkg.train"], Path("r.sqlite"), Path("fix.patch"), "/opt/py")
+    again = settle(profiled("hf_gpt2_perseq", "r.sqlite"), [], Path("fix.patch"), module="pkg.train", python="/opt/py")
     assert again == "to settle it: git apply fix.patch && nsync measure --python /opt/py '-m pkg.train'"
-    unwritten = calibrated("hf_tok_tqdm")
-    assert unwritten.verdict is not None and unwritten.verdict.measure
-    assert _to_settle(unwritten, ["t.py"], Path("r.sqlite"), None, None) == (
+    unwritten = profiled("hf_tok_tqdm", "r.sqlite")
+    assert unwritten.analysis.verdict is not None and unwritten.analysis.verdict.measure
+    assert settle(unwritten, ["t.py"]) == (
         "to settle it, put the fix behind `if nsync.fixed():` in the program, then: nsync measure t.py"
     )
     # the same capture, had its steps been found by an NVTX range of its own (no optimizer step): nsync.step()
-    serving = dataclasses.replace(unwritten, steps=dataclasses.replace(unwritten.steps, source="nvtx:batch"))
-    assert _to_settle(serving, ["t.py"], Path("r.sqlite"), None, None) == (
+    serving_steps = dataclasses.replace(unwritten.analysis.steps, source="nvtx:batch")
+    serving = dataclasses.replace(unwritten, analysis=dataclasses.replace(unwritten.analysis, steps=serving_steps))
+    assert settle(serving, ["t.py"]) == (
         "to settle it, put the fix behind `if nsync.fixed():` in the program, then: nsync measure t.py; it has no "
         "optimizer step: end each of its steps with nsync.step()"
     )

@@ -139,20 +139,19 @@ def test_a_program_shorter_than_its_window_is_captured_whole_and_without_calibra
 @pytest.mark.slow
 @needs_nsys
 def test_a_long_run_that_ends_before_its_window_says_nothing_was_captured(job: Path, monkeypatch) -> None:
-    from nsync import NsysError
-    from nsync.nsys import CaptureOptions
+    from nsync import NsysError, ProfileOptions
     from nsync.profiling import profile as profile_run
 
     monkeypatch.chdir(job)
     monkeypatch.setenv("PYTHONPATH", str(job / "fake"))
-    window = CaptureWindow(rerun_whole_s=0)  # every run counts as long
-    options = CaptureOptions(out_dir=job / "out", name="train", window=window)
+    long = {"rerun_whole_s": 0}  # every run counts as long
+    options = ProfileOptions(out_dir=job / "out", base_name="train", calibrate=False, python=sys.executable, **long)
     with pytest.raises(NsysError) as caught:
-        profile_run([sys.executable, "train.py", "5"], options, calibrate=False)
+        profile_run(["train.py", "5"], options)
     assert str(caught.value) == (
         "nothing was captured: the program ended after 5 optimizer step(s), before the capture window opened at "
-        "step 10 (CaptureWindow.warmup_steps): capture fewer warm-up steps, or the whole run "
-        "(CaptureOptions.window=None)"
+        "step 10 (ProfileOptions.warmup_steps): capture fewer warm-up steps, or the whole run "
+        "(ProfileOptions.whole_run=True)"
     )
     assert not (job / "out/train.nsys-rep").exists()  # the empty report nsys 2022.4 wrote is not kept
 

@@ -17,11 +17,13 @@ import pandas as pd
 from nsync.errors import TraceError
 from nsync.keys import match_rows, take_matched
 from nsync.load import readers, rows
+from nsync.load import stacks as stacks_reader
 from nsync.load.budget import plan_window
 from nsync.load.checks import check_columns, check_devices_agree, check_metadata, check_tables_agree
 from nsync.load.db import ExportDb, open_export, require_file
 from nsync.load.model import PYTHON_FRAMES_NSYS, CallsiteSource, Frame, Stack, StackTable, Trace
 from nsync.load.readers import thread_labels
+from nsync.notices import Notice
 from nsync.waiting import result
 
 __all__ = ["CallsiteSource", "Frame", "Stack", "StackTable", "Trace", "load_trace", "split_processes", "thread_labels"]
@@ -54,7 +56,7 @@ def load_trace(
         finally:
             db.close()
     if cut:
-        trace.warnings.insert(0, cut)
+        trace.warnings.insert(0, Notice("trace-cut", cut))
     return replace(trace, path=Path(path))
 
 
@@ -92,7 +94,7 @@ def _load(db: ExportDb, say: Progress, keep_api: Callable[[str], bool] | None, w
         )
         twins_job = pool.submit(readers.read_backtrace_twins, db, window)  # by whichever reader is done first
         stacks = StackTable()
-        marks, frameless = readers.read_python_marks(db, strings, stacks, window)
+        marks, frameless = stacks_reader.read_python_marks(db, strings, stacks, window)
         small = {
             "gpu_busy_extra": readers.read_busy_extra(db, strings),
             "sync_activity": readers.read_sync_activity(db),
@@ -116,7 +118,7 @@ def _load(db: ExportDb, say: Progress, keep_api: Callable[[str], bool] | None, w
         py_samples=marks.loc[marks["kind"] == "sampling", ["start", "global_tid", "stack_id"]]
         .sort_values(["global_tid", "start"])
         .reset_index(drop=True),
-        callchains=readers.read_callchains(db, strings, np.unique(needing_callchains)),
+        callchains=stacks_reader.read_callchains(db, strings, np.unique(needing_callchains)),
         stack_table=stacks,
         **small,
     )
@@ -126,8 +128,11 @@ def _load(db: ExportDb, say: Progress, keep_api: Callable[[str], bool] | None, w
     trace.warnings.extend(aside.warning() for aside in set_aside)
     if db.text.replaced:
         trace.warnings.append(
-            f"{db.text.replaced} strings of the export are not valid UTF-8: the bytes that are not show as "
-            "U+FFFD in names."
+            Notice(
+                "not-utf8",
+                f"{db.text.replaced} strings of the export are not valid UTF-8: the bytes that are not show as "
+                "U+FFFD in names.",
+            )
         )
     trace.warnings.extend(_frame_warnings(db, trace, frameless))
     return trace
@@ -196,8 +201,12 @@ def _attach_backtraces(api: pd.DataFrame, twins: dict[str, np.ndarray], marks: p
 BACKTRACED_CALLS = r"Synchronize|Memcpy|Memset|Malloc|Free"
 
 
-def _frame_warnings(db: ExportDb, trace: Trace, frameless: int) -> list[str]:
+def _frame_warnings(db: ExportDb, trace: Trace, frameless: int) -> list[Notice]:
     """Say why Python lines may be missing or approximate, and how to capture them."""
+    return [Notice("python-frames", message) for message in _frame_messages(db, trace, frameless)]
+
+
+def _frame_messages(db: ExportDb, trace: Trace, frameless: int) -> list[str]:
     api = trace.api
     if len(api) == 0 or not api["api"].str.contains(BACKTRACED_CALLS).any() or (api["py_stack_id"] >= 0).any():
         return []

@@ -15,6 +15,7 @@ import pandas as pd
 from nsync.errors import TraceError
 from nsync.load.db import ExportDb
 from nsync.load.readers import GPU_COMMON_COLUMNS, GPU_OP_TABLES, RUNTIME, UNNAMED
+from nsync.notices import Notice
 
 # table -> (columns every reader of it needs, what nsync reads from it)
 REQUIRED_COLUMNS: dict[str, tuple[tuple[str, ...], str]] = {
@@ -43,7 +44,7 @@ def check_columns(db: ExportDb) -> None:
             )
 
 
-def check_devices_agree(sync_activity: pd.DataFrame, gpu_ops: pd.DataFrame) -> list[str]:
+def check_devices_agree(sync_activity: pd.DataFrame, gpu_ops: pd.DataFrame) -> list[Notice]:
     """A warning when syncs wait on devices that ran no GPU work in the trace (device ids that match nothing
     between the tables): the GPU idle after them cannot be measured, and would read 0."""
     if not len(sync_activity) or not len(gpu_ops):
@@ -55,36 +56,49 @@ def check_devices_agree(sync_activity: pd.DataFrame, gpu_ops: pd.DataFrame) -> l
         return []
     devices = sorted({int(d) for d in sync_activity["device_id"][~waited.isin(worked)]})
     return [
-        f"{unknown} of {len(sync_activity)} syncs wait on a device with no GPU work in the trace (device id "
-        f"{', '.join(map(str, devices[:5]))}): the exposed idle after them cannot be measured and reads 0."
+        Notice(
+            "devices-disagree",
+            f"{unknown} of {len(sync_activity)} syncs wait on a device with no GPU work in the trace (device id "
+            f"{', '.join(map(str, devices[:5]))}): the exposed idle after them cannot be measured and reads 0.",
+        )
     ]
 
 
-def check_metadata(meta: dict[str, str], schema_version: str | None) -> list[str]:
+def check_metadata(meta: dict[str, str], schema_version: str | None) -> list[Notice]:
     """Warnings for exports outside the range nsync supports (no metadata at all: older than 2020)."""
     if not meta:
         return [
-            "this export has no metadata table (META_DATA_EXPORT or EXPORT_META_DATA): its nsys version is "
-            "unknown and may be older than the oldest nsync supports (2022.4, schema 3.0); figures may be wrong."
+            _version(
+                "this export has no metadata table (META_DATA_EXPORT or EXPORT_META_DATA): its nsys version is "
+                "unknown and may be older than the oldest nsync supports (2022.4, schema 3.0); figures may be wrong."
+            )
         ]
     try:
         major_minor = tuple(int(part) for part in (schema_version or "").split(".")[:2])
     except ValueError:
-        return [f"export schema version {schema_version!r} cannot be read: figures may be wrong."]
+        return [_version(f"export schema version {schema_version!r} cannot be read: figures may be wrong.")]
     if major_minor > NEWEST_KNOWN_SCHEMA:
         return [
-            f"export schema {schema_version} is newer than nsync has been checked against "
-            f"({NEWEST_KNOWN_SCHEMA[0]}.{NEWEST_KNOWN_SCHEMA[1]}); results may be incomplete."
+            _version(
+                f"export schema {schema_version} is newer than nsync has been checked against "
+                f"({NEWEST_KNOWN_SCHEMA[0]}.{NEWEST_KNOWN_SCHEMA[1]}); results may be incomplete."
+            )
         ]
     if major_minor < OLDEST_SUPPORTED_SCHEMA:
         return [
-            f"export schema {schema_version} is older than the oldest nsync supports (3.0, nsys 2022.4): "
-            "figures may be wrong; export the report again with a newer nsys."
+            _version(
+                f"export schema {schema_version} is older than the oldest nsync supports (3.0, nsys 2022.4): "
+                "figures may be wrong; export the report again with a newer nsys."
+            )
         ]
     return []
 
 
-def check_tables_agree(db: ExportDb, api: pd.DataFrame, gpu_ops: pd.DataFrame, launched_op: np.ndarray) -> list[str]:
+def _version(message: str) -> Notice:
+    return Notice("export-version", message)
+
+
+def check_tables_agree(db: ExportDb, api: pd.DataFrame, gpu_ops: pd.DataFrame, launched_op: np.ndarray) -> list[Notice]:
     """Cross-check CUDA calls against GPU activity (``launched_op``: which calls launched some op, from the
     loader's join): an error when one side is missing altogether, a warning naming the affected figures
     when part of it is."""
@@ -106,11 +120,14 @@ def check_tables_agree(db: ExportDb, api: pd.DataFrame, gpu_ops: pd.DataFrame, l
             f"{db.name}: the string table (StringIds) holds none of the CUDA calls' names: syncs cannot be "
             "found (a damaged or edited export?)"
         )
-    warnings = []
+    warnings: list[Notice] = []
     if unnamed:
         warnings.append(
-            f"{unnamed} of {len(api)} CUDA calls have no name in the string table (StringIds): syncs among them "
-            "are not found, so the syncs' figures may be missing some."
+            Notice(
+                "tables-disagree",
+                f"{unnamed} of {len(api)} CUDA calls have no name in the string table (StringIds): syncs among them "
+                "are not found, so the syncs' figures may be missing some.",
+            )
         )
     launch_codes = [k for k, name in enumerate(names.categories) if str(name).startswith(KERNEL_LAUNCH_PREFIXES)]
     is_launch = np.isin(names.codes.to_numpy(), launch_codes)
@@ -124,13 +141,19 @@ def check_tables_agree(db: ExportDb, api: pd.DataFrame, gpu_ops: pd.DataFrame, l
             )
         if unmatched > TOLERATED_SHARE * launches:
             warnings.append(
-                f"{unmatched} of {launches} kernel launches have no kernel in the trace: GPU idle, exposed idle "
-                "and the what-if are overstated (a damaged export, or a capture cut short)."
+                Notice(
+                    "tables-disagree",
+                    f"{unmatched} of {launches} kernel launches have no kernel in the trace: GPU idle, exposed "
+                    "idle and the what-if are overstated (a damaged export, or a capture cut short).",
+                )
             )
     unlaunched = int((gpu_ops["launch_tid"].to_numpy() < 0).sum())
     if len(gpu_ops) >= MIN_CALLS and len(api) and unlaunched > TOLERATED_SHARE * len(gpu_ops):
         warnings.append(
-            f"{unlaunched} of {len(gpu_ops)} GPU ops have no CUDA call that launched them: the host's lead and "
-            "exposed idle are understated for them (nsys skips some APIs, or the export is damaged)."
+            Notice(
+                "tables-disagree",
+                f"{unlaunched} of {len(gpu_ops)} GPU ops have no CUDA call that launched them: the host's lead "
+                "and exposed idle are understated for them (nsys skips some APIs, or the export is damaged).",
+            )
         )
     return warnings

@@ -20,17 +20,8 @@ import numpy as np
 import pandas as pd
 
 from nsync.errors import TraceError, UsageError
+from nsync.exports import NSYS_MARKER_TABLES, SQLITE_MAGIC
 
-SQLITE_MAGIC = b"SQLite format 3\x00"
-# Tables every nsys export since 2020 writes, whatever was traced.
-NSYS_MARKER_TABLES = (
-    "StringIds",
-    "ANALYSIS_DETAILS",
-    "TARGET_INFO_SESSION_START_TIME",
-    "EXPORT_META_DATA",
-    "META_DATA_EXPORT",
-    "ThreadNames",
-)
 META_TABLES = ("META_DATA_EXPORT", "EXPORT_META_DATA")  # 2023.4+, then 2022.4 and older
 
 

@@ -11,6 +11,8 @@ from typing import NamedTuple
 
 import pandas as pd
 
+from nsync.notices import Notice
+
 
 class Frame(NamedTuple):
     function: str
@@ -104,7 +106,7 @@ class Trace:
     threads: pd.DataFrame
     gpus: pd.DataFrame
     span_ns: tuple[int, int] | None
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[Notice] = field(default_factory=list)
     capture: dict[str, str] = field(default_factory=dict)
 
     @property

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from nsync.errors import TraceError
+from nsync.notices import Notice
 
 MAX_SHARE = 0.2  # more impossible rows than this in a table: refused
 CAPTURE_SLACK_NS = 1_000_000  # rows may end this far past the capture's recorded stop (its last flush)
@@ -36,8 +37,10 @@ class SetAside:
     why: str
     figures: str
 
-    def warning(self) -> str:
-        return f"set aside {self.rows} of {self.of} {self.table} that {self.why}: {self.figures}."
+    def warning(self) -> Notice:
+        return Notice(
+            "rows-set-aside", f"set aside {self.rows} of {self.of} {self.table} that {self.why}: {self.figures}."
+        )
 
 
 def check_gpu_ops(ops: pd.DataFrame, span: tuple[int, int] | None) -> tuple[np.ndarray, list[SetAside]]:

@@ -5,11 +5,10 @@ from nsync.nsys.capture import (
     CaptureResult,
     NsysFailedFirst,
     WindowNeverOpened,
-    export_sqlite,
-    exported,
     profile_flags,
     run_capture,
 )
+from nsync.nsys.export import export_sqlite, exported
 from nsync.nsys.locate import Nsys, find_nsys
 
 __all__ = [

@@ -9,26 +9,23 @@ import contextlib
 import glob
 import io
 import os
-import re
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import typing
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 from nsync.errors import NsysError
-from nsync.load.db import require_file
 from nsync.load.model import PYTHON_FRAMES_NSYS
 from nsync.nsys import inject
 from nsync.nsys.hang import QUIET_S, START_S, HangWatch, session_agents, stop_agents
 from nsync.nsys.leftovers import advice, stale_session_state
-from nsync.nsys.locate import Nsys, find_nsys
+from nsync.nsys.locate import Nsys
 from nsync.nsys.output import relay
 from nsync.nsys.window import NVTX_CAPTURE_ENV, CaptureWindow, WindowOutcome, is_python, outcome
 from nsync.settings import setting
@@ -156,6 +153,27 @@ def run_capture(nsys: Nsys, command: Sequence[str], options: CaptureOptions, say
         report = _report(nsys, options, say, Path(scratch))
         seen = outcome(Path(scratch) / WINDOW_FOLDER) if options.window is not None else None
         started = _started(Path(scratch))
+    ended = _Ended(code, interrupted, hung, report, seen, started, says_started)
+    return _result(ended, watch, options, say)
+
+
+@dataclass(frozen=True)
+class _Ended:
+    """How nsys ended: its exit code, whether Ctrl-C or a hang ended it, the report it left (None: none), what the
+    window saw, and whether the program started (and was to say so)."""
+
+    code: int
+    interrupted: bool
+    hung: bool
+    report: Path | None
+    seen: WindowOutcome | None
+    started: bool
+    says_started: bool
+
+
+def _result(ended: _Ended, watch: HangWatch, options: CaptureOptions, say: Say) -> CaptureResult:
+    """The capture as nsys ended it, or the error that says why there is none."""
+    code, interrupted, hung, report, seen = ended.code, ended.interrupted, ended.hung, ended.report, ended.seen
     ended_normally = code >= 0 and not (hung or interrupted)
     if ended_normally and options.window is not None and seen is not None and seen.processes and not seen.opened_by:
         if report is not None:
@@ -169,15 +187,15 @@ def run_capture(nsys: Nsys, command: Sequence[str], options: CaptureOptions, say
     if watch.hung_at_start:
         raise NsysFailedFirst(f"nsys had not started the program {watch.start_s:.0f} s after it was started itself")
     if report is None and hung:
-        ended = "" if watch.program_exit_code is None else f" (the program exited with code {watch.program_exit_code})"
+        exited = "" if watch.program_exit_code is None else f" (the program exited with code {watch.program_exit_code})"
         raise NsysError(
-            f"nsys hung after the program ended{ended} and what it had written was incomplete: nothing was saved. "
+            f"nsys hung after the program ended{exited} and what it had written was incomplete: nothing was saved. "
             "The hang is intermittent (nsys 2022.4 with CPU sampling): run again, or capture with --no-cpu-sampling"
         )
     if report is None:
         left = stale_session_state() if code > 0 else []  # (nsys that failed to start exits 1)
         failed = f"nsys exited with code {code} and wrote no report ({options.base}.nsys-rep)"
-        if code > 0 and says_started and not started and not left:
+        if code > 0 and ended.says_started and not ended.started and not left:
             raise NsysFailedFirst(f"{failed} before the program started")
         raise NsysError(f"{failed}{advice(left) if left else ''}")
     if hung:  # nsys's own exit code after a shutdown is not the program's
@@ -226,14 +244,14 @@ def _never_opened(window: CaptureWindow, seen: WindowOutcome) -> str:
     if seen.optimizer_steps:
         return (
             f"nothing was captured: the program ended after {seen.optimizer_steps} optimizer step(s), before the "
-            f"capture window opened at step {window.warmup_steps} ({setting('CaptureWindow.warmup_steps')}): "
+            f"capture window opened at step {window.warmup_steps} ({setting('ProfileOptions.warmup_steps')}): "
             "capture fewer "
-            f"warm-up steps, or the whole run ({setting('CaptureOptions.window=None')})"
+            f"warm-up steps, or the whole run ({setting('ProfileOptions.whole_run=True')})"
         )
     return (
         "nothing was captured: the program ended before any optimizer step, and before it had used CUDA for "
         f"{window.wait_s:g} s (when a window by the clock opens): capture the whole run "
-        f"({setting('CaptureOptions.window=None')})"
+        f"({setting('ProfileOptions.whole_run=True')})"
     )
 
 
@@ -389,62 +407,3 @@ def _report(nsys: Nsys, options: CaptureOptions, say: Say, scratch: Path) -> Pat
             raise NsysError(f"QdstrmImporter could not import {qdstrm}: {detail[0]}")
         say(f"note: {qdstrm.name} could not be imported: {detail[0]}")
     return None
-
-
-@contextmanager
-def exported(report: Path, say: Say) -> Iterator[Path]:
-    """A report the user gave as .nsys-rep, exported to a temporary SQLite (the report is left as it is)."""
-    require_file(report)
-    try:
-        nsys = find_nsys()
-    except NsysError as err:
-        raise NsysError(f"{report} is an nsys report and exporting it needs nsys: {err}") from err
-    with tempfile.TemporaryDirectory(prefix="nsync-") as tmp:
-        say(f"exporting {report.name} with nsys {nsys.version_str}")
-        yield export_sqlite(nsys, report, say, target=Path(tmp) / (report.stem + ".sqlite"))
-
-
-EXPORT_TIMEOUT_S = 1800  # an export of a multi-GB report takes minutes; a hung one must not block forever
-# What an older nsys says of a report written by a newer one (2022.4 here on a 2025.3 report; others seen)
-_NEWER_REPORT = ("Version not supported", "Version number is invalid", "ProtobufParseException")
-_VERSION_IN_REPORT = re.compile(rb"(20[2-9][0-9]\.[0-9]{1,2}\.[0-9]{1,2})")
-
-
-def export_sqlite(
-    nsys: Nsys, report: Path, say: Say, target: Path | None = None, timeout_s: float = EXPORT_TIMEOUT_S
-) -> Path:
-    """``nsys export`` to SQLite, with the Python frames (``--include-blobs``) where this nsys can."""
-    target = target or report.with_suffix(".sqlite")
-    argv = [str(nsys.path), "export", "--type", "sqlite", "--force-overwrite=true", "-o", str(target)]
-    if "include-blobs" in nsys.export_flags:
-        argv.append("--include-blobs=true")
-    argv.append(str(report))
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=timeout_s)
-    except subprocess.TimeoutExpired as err:
-        raise NsysError(
-            f"nsys export of {report} did not finish in {timeout_s:.0f} s; export it by hand "
-            f"('{nsys.path} export --type sqlite --include-blobs=true {report}') and analyse the .sqlite"
-        ) from err
-    if done.returncode != 0 or not target.is_file():
-        output = (done.stderr or done.stdout).strip()
-        if any(sign in output for sign in _NEWER_REPORT):
-            written_by = report_version(report)
-            raise NsysError(
-                f"{report} was written by a newer nsys{f' ({written_by})' if written_by else ''} than this one "
-                f"({nsys.version_str}, {nsys.path}): export it with nsys >= {written_by or 'the one that captured it'} "
-                "(pass --nsys PATH or set NSYS), or export it where it was captured and analyse the .sqlite"
-            )
-        detail = output.splitlines()[-1:] or [f"exit code {done.returncode}"]
-        raise NsysError(f"nsys export failed for {report}: {detail[0]}")
-    return target
-
-
-def report_version(report: Path) -> str | None:
-    """The nsys version a report names in its header (the first YYYY.N.N in its first 64 KiB), if any."""
-    try:
-        with report.open("rb") as handle:
-            match = _VERSION_IN_REPORT.search(handle.read(1 << 16))
-    except OSError:
-        return None
-    return match.group(1).decode() if match else None

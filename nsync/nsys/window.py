@@ -39,7 +39,7 @@ class CaptureWindow:
         then = (
             "letting it run to its end"
             if self.run_to_end
-            else f"then ending it ({setting('CaptureWindow(run_to_end=True)')} lets it finish)"
+            else f"then ending it ({setting('ProfileOptions.run_to_end=True')} lets it finish)"
         )
         return (
             f"capturing optimizer steps {first}-{last} of the program (after {self.warmup_steps} of warm-up), "
@@ -122,3 +122,21 @@ def is_python(command: list[str]) -> bool:
     except OSError:
         return False
     return head.startswith(b"#!") and b"python" in head
+
+
+def window_of(
+    steps: int | None = None,
+    warmup_steps: int | None = None,
+    run_to_end: bool = False,
+    wait_s: float | None = None,
+    seconds: float | None = None,
+) -> CaptureWindow:
+    """A window of steps, each setting given or its default (None)."""
+    default = CaptureWindow()
+    return CaptureWindow(
+        warmup_steps=default.warmup_steps if warmup_steps is None else warmup_steps,
+        steps=default.steps if steps is None else steps,
+        run_to_end=run_to_end,
+        wait_s=default.wait_s if wait_s is None else wait_s,
+        seconds=default.seconds if seconds is None else seconds,
+    )

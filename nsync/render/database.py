@@ -8,21 +8,21 @@ declares the tables, their types and indexes.
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import sqlite_utils
 
 from nsync.errors import UsageError
-from nsync.load.db import NSYS_MARKER_TABLES, SQLITE_MAGIC
-from nsync.stages.replay import LOOP_COLUMNS, SAVING_COLUMNS
+from nsync.exports import NSYS_MARKER_TABLES, SQLITE_MAGIC
+from nsync.render.options import refuse
+from nsync.report import Analysis, Result
+from nsync.report.tables import LOOP_COLUMNS, SAVING_COLUMNS, AnalysisTables
 from nsync.version import installed_version
-
-if TYPE_CHECKING:
-    from nsync.analysis import Analysis
 
 META_TABLE = "nsync_meta"
 
@@ -117,9 +117,20 @@ def _tables(path: Path) -> list[str]:
         raise UsageError(f"{path}: exists and is not a readable SQLite database ({error})") from error
 
 
-def write_database(analysis: Analysis, path: Path) -> None:
-    """(Re)write ``path`` with the tables ``nsync_meta``, ``syncs`` and ``callsites``."""
-    check_database_path(path, Path(analysis.trace_path))
+@functools.singledispatch
+def write_database(result: Result, path: Path) -> None:
+    """(Re)write ``path`` with the tables ``nsync_meta``, ``syncs`` and ``callsites`` of an analysis."""
+    refuse(result, "database", "the database holds every sync of one analysis (nsync analyze)")
+
+
+@write_database.register
+def _analysis_database(result: Analysis, path: Path) -> None:
+    if result.tables is None:
+        raise UsageError(
+            f"{path}: the database holds every sync, which a result read back from JSON does not: analyse the trace"
+        )
+    check_database_path(path, Path(result.trace.path))
+    analysis, tables = result, result.tables
     db = sqlite_utils.Database(path)
     try:
         with db.conn:
@@ -128,8 +139,8 @@ def write_database(analysis: Analysis, path: Path) -> None:
             db.table(META_TABLE).insert_all(
                 [{"key": key, "value": value} for key, value in _meta(analysis).items()], pk="key"
             )
-            _insert(db, "syncs", SYNC_COLUMNS, _sync_rows(analysis), pk="id")
-            _insert(db, "callsites", CALLSITE_COLUMNS, _callsite_rows(analysis), pk="rank")
+            _insert(db, "syncs", SYNC_COLUMNS, _sync_rows(tables, analysis.steps.warmup_skipped), pk="id")
+            _insert(db, "callsites", CALLSITE_COLUMNS, _callsite_rows(tables), pk="rank")
         syncs = db.table("syncs")
         for columns in (["callsite_file", "callsite_line"], ["step"], ["kind"], ["start_ns"], ["thread_id"]):
             syncs.create_index(columns, if_not_exists=True)
@@ -151,19 +162,19 @@ def _insert(
 def _meta(analysis: Analysis) -> dict[str, str]:
     return {
         "nsync_version": installed_version(),
-        "trace_path": analysis.trace_path,
-        "nsys_version": analysis.nsys_version or "",
-        "export_schema_version": analysis.schema_version or "",
-        "gpus": ", ".join(analysis.gpus),
+        "trace_path": analysis.trace.path,
+        "nsys_version": analysis.trace.nsys_version or "",
+        "export_schema_version": analysis.trace.export_schema_version or "",
+        "gpus": ", ".join(analysis.trace.gpus),
         "steps": str(analysis.steps.count),
         "step_source": analysis.steps.source,
-        "window_start_ns": str(analysis.window_ns[0]),
-        "window_end_ns": str(analysis.window_ns[1]),
+        "window_start_ns": str(analysis.window.start_ns),
+        "window_end_ns": str(analysis.window.end_ns),
     }
 
 
-def _sync_rows(analysis: Analysis) -> dict[str, list[Any]]:
-    syncs = analysis.syncs
+def _sync_rows(tables: AnalysisTables, warmup: int) -> dict[str, list[Any]]:
+    syncs = tables.syncs
     if syncs.empty:
         return {name: [] for name in SYNC_COLUMNS}
     tids = syncs["global_tid"].to_numpy(np.int64)
@@ -178,9 +189,9 @@ def _sync_rows(analysis: Analysis) -> dict[str, list[Any]]:
         "rebuild_ns": syncs["rebuild_ns"].tolist(),
         "exposed_idle_ns": syncs["exposed_idle_ns"].tolist(),
         # numbered as the JSON's per_step and the HTML number them: from 1 over every step found
-        "step": [None if s < 0 else s + analysis.steps.warmup + 1 for s in step.tolist()],
+        "step": [None if s < 0 else s + warmup + 1 for s in step.tolist()],
         "thread_id": tids.tolist(),
-        "thread_name": [analysis.thread_names.get(t, "") for t in tids.tolist()],
+        "thread_name": [tables.thread_names.get(t, "") for t in tids.tolist()],
         "api": syncs["api"].astype(str).tolist(),
         "kind": syncs["kind"].astype(str).tolist(),
         "device_id": syncs["device_id"].tolist(),
@@ -197,8 +208,8 @@ def _sync_rows(analysis: Analysis) -> dict[str, list[Any]]:
     }
 
 
-def _callsite_rows(analysis: Analysis) -> dict[str, list[Any]]:
-    sites = analysis.callsites
+def _callsite_rows(tables: AnalysisTables) -> dict[str, list[Any]]:
+    sites = tables.callsites
 
     def saving(column: str) -> Any:
         return sites[column] if column in sites else [None] * len(sites)

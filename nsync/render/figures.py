@@ -17,7 +17,8 @@ import numpy as np
 import pandas as pd
 
 if TYPE_CHECKING:
-    from nsync.report.analysis import Report, Timeline
+    from nsync.report.analysis import Analysis
+    from nsync.report.timeline import Timeline
 
 Figure = dict[str, Any]
 
@@ -60,12 +61,10 @@ def _bars(
     colour: str,
     hover: tuple[str, np.ndarray | None, list[Any]],
     width: float,
-    outline: bool = True,
 ) -> dict[str, Any]:
-    """Intervals as horizontal bars on numbered lanes, one trace per kind of mark. An ``outline`` of one
-    pixel in the bar's own colour keeps a microsecond visible at a scale of milliseconds (for a kernel, not
-    for a share of time, which must look its size). ``hover``: a plotly hover template, the label index of
-    each bar (``%{customdata[0]}``) and further columns of numbers."""
+    """Intervals as horizontal bars on numbered lanes, one trace per kind of mark. An outline of one pixel in
+    the bar's own colour keeps a microsecond visible at a scale of milliseconds. ``hover``: a plotly hover
+    template, the label index of each bar (``%{customdata[0]}``) and further columns of numbers."""
     template, label, numbers = hover
     start_ms = _ms(start_ns, t0)
     return {
@@ -76,7 +75,7 @@ def _bars(
         "base": start_ms,
         "x": (np.asarray(_ms(end_ns, t0)) - np.asarray(start_ms)).round(5).tolist(),
         "width": width,
-        "marker": {"color": colour, "line": {"color": colour, "width": 1 if outline else 0}},
+        "marker": {"color": colour, "line": {"color": colour, "width": 1}},
         "hovertemplate": template + "<extra></extra>",
         **({} if label is None else {"customdata": np.column_stack([label, *numbers]).tolist()}),
     }
@@ -88,9 +87,10 @@ def _columns(table: Any) -> pd.DataFrame:
 
 
 class _Excerpt:
-    """The timeline's columns as frames, clipped to a window ([start, end] ns; None: the whole slice)."""
+    """The timeline's columns as frames, clipped to its median step (``step_only``) or not."""
 
-    def __init__(self, timeline: Timeline, window: list[int] | None) -> None:
+    def __init__(self, timeline: Timeline, step_only: bool) -> None:
+        window = timeline.median_step_ns if step_only else None
         a, b = window or (timeline.start_ns, timeline.end_ns)
         self.start_ns, self.end_ns = a, b
 
@@ -102,22 +102,19 @@ class _Excerpt:
         self.syncs = inside(_columns(timeline.syncs), end="rebuild_ns")
         lead = _columns(timeline.lead)
         self.lead = lead.loc[(lead["t_ns"] >= a) & (lead["t_ns"] <= b)] if window else lead
-        activity = _columns(timeline.gpu_activity())
-        self.exposed = inside(activity.loc[~activity["busy"] & (activity["sync"] >= 0)])
-        self.utilisation = timeline.gpu_utilisation(UTILISATION_BINS, a, b) if len(timeline.ops.start_ns) else None
+        self.exposed = inside(_columns(timeline.exposed))
+        self.utilisation = timeline.step_utilisation if window else timeline.utilisation
         self.sync_where = timeline.syncs.where
 
 
-def timeline_figure(
-    timeline: Timeline | None, window: list[int] | None = None, x_max_ms: float | None = None
-) -> Figure | None:
+def timeline_figure(timeline: Timeline | None, step_only: bool = False, x_max_ms: float | None = None) -> Figure | None:
     """Three panels on one time axis: how busy the GPU was and how much of it idled after a sync (named), a
     lane per GPU stream and host thread with its kernels, copies, CUDA calls and syncs, and the host's lead.
-    ``window`` ([start, end]) clips it (time then counts from the window's start, up to ``x_max_ms`` so that
-    two runs share a scale)."""
+    ``step_only`` clips it to the median step (time then counts from the step's start, up to ``x_max_ms`` so
+    that two runs share a scale)."""
     if timeline is None:
         return None
-    excerpt = _Excerpt(timeline, window)
+    excerpt = _Excerpt(timeline, step_only)
     if excerpt.ops.empty and excerpt.calls.empty:
         return None
     t0 = excerpt.start_ns
@@ -134,6 +131,16 @@ def timeline_figure(
     data += _host_lanes(excerpt, t0, labels, lane_of)
     data += _lead(excerpt, t0)
     panels = _panels(bool(excerpt.utilisation), len(lanes), bool(len(excerpt.lead)))
+    marks = {"shapes": _step_bounds(timeline, t0), "annotations": _named_windows(excerpt, t0)}
+    layout = _layout(panels, lanes, t0, x_max_ms, marks)
+    return {"data": data, "layout": layout, "labels": labels.table()}
+
+
+def _layout(
+    panels: dict[str, Any], lanes: list[str], t0: int, x_max_ms: float | None, marks: dict[str, Any]
+) -> dict[str, Any]:
+    """The panels' axes, one above the other over one time axis counted from ``t0``, with ``marks`` (shapes and
+    annotations)."""
     x_axis: dict[str, Any] = {
         "title": {"text": f"ms from {t0 / MS:.3f} ms into the trace"},
         "gridcolor": GRID,
@@ -160,32 +167,23 @@ def timeline_figure(
             "fixedrange": True,
             "automargin": True,
         },
-        "shapes": _step_bounds(timeline, t0),
-        "annotations": _named_windows(excerpt, t0),
+        **marks,
     }
+    fixed = {"gridcolor": GRID, "fixedrange": True, "automargin": True}
     if "gpu" in panels:
         layout["yaxis3"] = {
             "domain": panels["gpu"],
             "title": {"text": "GPU %"},
             "range": [0, 100],
             "tickvals": [0, 50, 100],
-            "gridcolor": GRID,
-            "fixedrange": True,
-            "automargin": True,
         }
+        layout["yaxis3"] |= fixed
     if "lead" in panels:
-        layout["yaxis2"] = {
-            "domain": panels["lead"],
-            "title": {"text": "host lead (ms)"},
-            "rangemode": "tozero",
-            "gridcolor": GRID,
-            "fixedrange": True,
-            "automargin": True,
-        }
-    return {"data": data, "layout": layout, "labels": labels.table()}
+        layout["yaxis2"] = {"domain": panels["lead"], "title": {"text": "host lead (ms)"}, "rangemode": "tozero"}
+        layout["yaxis2"] |= fixed
+    return layout
 
 
-UTILISATION_BINS = 1500  # about a pixel each on a laptop screen
 GPU_PANEL_PX, LANE_PX, LEAD_PANEL_PX, GAP_PX = 90, 30, 80, 30
 
 
@@ -328,7 +326,7 @@ def _named_windows(excerpt: _Excerpt, t0: int) -> list[dict[str, Any]]:
     ]
 
 
-def steps_figure(report: Report) -> Figure | None:
+def steps_figure(report: Analysis) -> Figure | None:
     per_step = report.per_step
     if per_step is None:
         return None

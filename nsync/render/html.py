@@ -21,14 +21,12 @@ from typing import TYPE_CHECKING
 
 import jinja2
 
-from nsync.errors import NsyncError, UsageError
+from nsync.errors import NsyncError
 from nsync.render.figures import Figure, steps_figure, timeline_figure
+from nsync.render.options import RenderOptions, refuse
 from nsync.render.source import source_context, source_line
 from nsync.render.text import diff_headline, edits_said, fixed, likely
-from nsync.report import as_any_report
-from nsync.report.analysis import Report
-from nsync.report.diff import DiffReport
-from nsync.report.ranks import RanksReport
+from nsync.report import Analysis, Diff, Measurement, Ranks, Result
 from nsync.source import search_folders
 from nsync.version import installed_version
 
@@ -37,9 +35,6 @@ if TYPE_CHECKING:
         from importlib.resources.abc import Traversable
     else:
         from importlib.abc import Traversable
-
-    from nsync.analysis import Analysis
-    from nsync.comparison import Diff
 
 PLOTLY_VERSION = "4.1.1"  # the vendored bundle's (nsync/render/vendor/README.md)
 
@@ -94,17 +89,28 @@ def _charts(figures: dict[str, Figure | None]) -> dict[str, str] | None:
     }
 
 
-def render_html(
-    source: Report | Analysis | DiffReport | Diff | RanksReport, top: int = 50, source_dirs: list[Path] | None = None
-) -> str:
-    """The page of an analysis's report (call sites, timeline, per-step chart) or of a diff's."""
-    report = as_any_report(source)
-    if isinstance(report, DiffReport):
-        return _diff_html(report)
-    if isinstance(report, RanksReport):
-        raise UsageError("a ranks report has no HTML: its JSON or the terminal summary")
-    search = search_folders(report.trace.path, source_dirs)
-    sites = report.callsites[:top]
+@functools.singledispatch
+def render_html(result: Result, options: RenderOptions = RenderOptions()) -> str:
+    """The page of ``result``: an analysis's (call sites, timeline, per-step chart; its first ``options.top``
+    call sites, 50) or a diff's."""
+    raise TypeError(f"not an nsync result: {type(result).__name__}")
+
+
+@render_html.register
+def _ranks_html(result: Ranks, options: RenderOptions = RenderOptions()) -> str:
+    refuse(result, "HTML", "its JSON, Markdown or the terminal summary")
+
+
+@render_html.register
+def _measurement_html(result: Measurement, options: RenderOptions = RenderOptions()) -> str:
+    refuse(result, "HTML", "its JSON, Markdown or the terminal summary")
+
+
+@render_html.register
+def _analysis_html(result: Analysis, options: RenderOptions = RenderOptions()) -> str:
+    report = result
+    search = search_folders(report.trace.path, list(options.source_dirs))
+    sites = report.callsites[: options.top_or(50)]
     figures = {"timeline": timeline_figure(report.timeline), "steps": steps_figure(report)}
     return (
         environment()
@@ -123,13 +129,14 @@ def render_html(
     )
 
 
-def _diff_html(report: DiffReport) -> str:
+@render_html.register
+def _diff_html(report: Diff, options: RenderOptions = RenderOptions()) -> str:
     """Headline deltas, the call-site delta table, and one representative step of each run, one above the
     other on the same time scale."""
     search = [Path(report.candidate.path).resolve().parent, Path(report.baseline.path).resolve().parent, Path.cwd()]
     scale_ms = report.timeline_scale_ms
     figures = {
-        f"timeline-{name}": timeline_figure(t, t.median_step_ns, scale_ms) if t and t.median_step_ns else None
+        f"timeline-{name}": timeline_figure(t, step_only=True, x_max_ms=scale_ms) if t and t.median_step_ns else None
         for t, name in zip(report.timelines, ("baseline", "candidate"))
     }
     return (

@@ -1,28 +1,13 @@
-"""The JSON of any report: ``nsync.analysis/1``, ``nsync.diff/1`` or ``nsync.ranks/1`` (each report's schema)."""
+"""The JSON of any result: its facts, under its schema (``nsync.analysis/2``, ``nsync.diff/1``, ``nsync.ranks/2``,
+``nsync.measure/1``); what ``--json`` writes and ``--from`` reads back."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
-from typing import TYPE_CHECKING, Any
 
-from nsync.report import as_any_report
-from nsync.report.analysis import Report, report_to_dict
-from nsync.report.diff import DiffReport, diff_report_to_dict
-from nsync.report.ranks import RanksReport
-
-if TYPE_CHECKING:
-    from nsync.analysis import Analysis
-    from nsync.comparison import Diff
+from nsync.render.options import RenderOptions
+from nsync.report import Result
 
 
-def render_json(source: Report | Analysis | DiffReport | Diff | RanksReport) -> str:
-    report = as_any_report(source)
-    data: dict[str, Any]
-    if isinstance(report, RanksReport):
-        data = asdict(report)
-    elif isinstance(report, DiffReport):
-        data = diff_report_to_dict(report)
-    else:
-        data = report_to_dict(report)
-    return json.dumps(data, indent=2, allow_nan=False) + "\n"
+def render_json(result: Result, options: RenderOptions = RenderOptions()) -> str:
+    return json.dumps(result.to_dict(), indent=2, allow_nan=False) + "\n"

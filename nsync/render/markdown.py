@@ -1,25 +1,19 @@
-"""A compact Markdown summary to paste into a pull-request comment."""
+"""A compact Markdown summary of any result, to paste into a pull-request comment."""
 
 from __future__ import annotations
 
+import functools
 import html
 import re
 import textwrap
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from nsync.errors import UsageError
-from nsync.render.terminal import ONCE_ROWS, SETTING
-from nsync.render.text import diff_headline, edits_said, fixed, likely, printable_all
-from nsync.report import as_any_report
-from nsync.report.analysis import CallSite, Report
-from nsync.report.diff import DiffReport
-from nsync.report.ranks import RanksReport
-
-if TYPE_CHECKING:
-    from nsync.analysis import Analysis
-    from nsync.comparison import Diff
+from nsync.render.measurement import describe, how_measured, samples_of, verdict_line, version_of
+from nsync.render.options import RenderOptions
+from nsync.render.text import ONCE_ROWS, SETTING, diff_headline, edits_said, fixed, likely, printable, printable_all
+from nsync.report import Analysis, Diff, Measurement, Ranks, Result
+from nsync.report.analysis import CallSite
 
 
 def cell(value: object) -> str:
@@ -78,14 +72,15 @@ def _fixes(sites: list[CallSite]) -> list[str]:
     return lines
 
 
-def render_markdown(source: Report | Analysis | DiffReport | Diff | RanksReport, top: int = 10) -> str:
-    """The Markdown of an analysis's report or of a diff's (a pull-request comment)."""
-    given = as_any_report(source)
-    if isinstance(given, DiffReport):
-        return _diff_markdown(given, top)
-    if isinstance(given, RanksReport):
-        raise UsageError("a ranks report has no Markdown: its JSON or the terminal summary")
-    report = printable_all(replace(given, timeline=None))  # no control character from the trace
+@functools.singledispatch
+def render_markdown(result: Result, options: RenderOptions = RenderOptions()) -> str:
+    """``result`` in Markdown (a pull-request comment), its first ``options.top`` call sites (10) listed."""
+    raise TypeError(f"not an nsync result: {type(result).__name__}")
+
+
+@render_markdown.register
+def _analysis_markdown(result: Analysis, options: RenderOptions = RenderOptions()) -> str:
+    report = printable_all(replace(result, timeline=None, tables=None))  # no control character from the trace
     steps, totals = report.steps, report.totals
     lines = [f"### nsync: {cell(Path(report.trace.path).name)}", ""]
     if report.verdict:
@@ -102,46 +97,8 @@ def render_markdown(source: Report | Analysis | DiffReport | Diff | RanksReport,
     else:
         facts.append(f"GPU idle {fixed(totals.gpu_idle_ms)} ms, {fixed(totals.exposed_idle_ms)} ms exposed after syncs")
     lines += [" · ".join(facts), ""]
-    sites = report.callsites[:top]
-    if sites:
-        unit = "/step" if steps.count else ""
-        library = report.library_frames(sites)
-        lines += [
-            f"| # | call site |{' issued at |' if library else ''} what-if saving ms/step | syncs/step | "
-            f"exposed idle ms{unit} | host wait ms{unit} | fix |",
-            f"|---:|---|{'---|' if library else ''}---:|---:|---:|---:|---|",
-        ]
-        for rank, site in enumerate(sites, 1):
-            exposed = site.exposed_idle_ms_per_step if steps.count else site.exposed_idle_ms
-            wait = site.host_wait_ms_per_step if steps.count else site.host_wait_ms
-            issued = f" {code_span(site.issued_at) if site.issued_at else ''} |" if library else ""
-            span = likely(*site.saving_range_ms)
-            span = f" ({span})" if span else ""
-            if site.loop_saving_ms_per_step is not None:
-                loop_span = likely(*site.loop_saving_range_ms)
-                span += f"; loop at once {fixed(site.loop_saving_ms_per_step)}" + (
-                    f" ({loop_span})" if loop_span else ""
-                )
-            lines.append(
-                f"| {rank} | {code_span(site.where)} |{issued} {fixed(site.predicted_saving_ms_per_step)}{span} | "
-                f"{fixed(site.syncs_per_step, 2)} | {fixed(exposed)} | {fixed(wait)} | "
-                f"{cell(site.advice.short if site.advice else site.short_hint)} |"
-            )
-        more = len(report.callsites) - len(sites)
-        if more > 0:
-            lines += ["", f"{more} more call sites in the full report."]
-        lines += _fixes(sites[:FIXES])
-        for group in report.read_together:
-            saving = group.predicted_saving_ms_per_step
-            said, code = edits_said(group.edits)
-            span = likely(*group.saving_range_ms)
-            lines += ["", f"#### Read together: {code_span(group.where)}"
-                      + (f", saving {fixed(saving)} ms/step" if saving is not None else "")
-                      + (f" (likely {span})" if span else ""), ""]  # fmt: skip
-            lines += [f"{prose(group.why)}.", "", f"{said.capitalize()}", "", *fenced(code, "python"), ""]
-            lines += [f"> {prose(group.caveat)}"]
-    else:
-        lines.append("No sync call sites in the analysed window.")
+    sites = report.callsites[: options.top_or(10)]
+    lines += _sites_table(report, sites) if sites else ["No sync call sites in the analysed window."]
     if len(report.phases) > 1:
         lines += ["", "| phase | time ms | GPU idle | syncs | host wait ms |", "|---|---:|---:|---:|---:|"]
         for phase in report.phases:
@@ -149,28 +106,73 @@ def render_markdown(source: Report | Analysis | DiffReport | Diff | RanksReport,
                 f"| {phase.phase} | {fixed(phase.duration_ms, 1)} | {fixed(phase.gpu_idle_pct, 0)} % | "
                 f"{phase.sync_count} | {fixed(phase.host_wait_ms)} |"
             )
-    outside = report.outside_main_loop[:ONCE_ROWS]
-    if outside and steps.count:
-        library = report.library_frames(outside)
-        lines += [
-            "",
-            "Syncs outside the main loop, once each: the host's wait in them is the most they cost.",
-            "",
-            f"| phase | call site |{' issued at |' if library else ''} syncs | host wait ms |",
-            f"|---|---|{'---|' if library else ''}---:|---:|",
-        ]
-        for once in outside:
-            issued = f" {code_span(once.issued_at) if once.issued_at else ''} |" if library else ""
-            lines.append(
-                f"| {once.phase} | {code_span(once.where)} |{issued} {once.count} | {fixed(once.host_wait_ms)} |"
-            )
+    lines += _outside_table(report)
     for warning in report.warnings:  # a blank line between them: one quote each, not one merged paragraph
         lines += ["", f"> {cell(warning)}"]
     return "\n".join(lines).rstrip() + "\n"
 
 
-def _diff_markdown(source: DiffReport, top: int) -> str:
-    report = printable_all(replace(source, timelines=(None, None)))
+def _sites_table(report: Analysis, sites: list[CallSite]) -> list[str]:
+    """The call sites' table, the top ones' fixes, and the reads to do together."""
+    unit = "/step" if report.steps.count else ""
+    library = report.library_frames(sites)
+    lines = [
+        f"| # | call site |{' issued at |' if library else ''} what-if saving ms/step | syncs/step | "
+        f"exposed idle ms{unit} | host wait ms{unit} | fix |",
+        f"|---:|---|{'---|' if library else ''}---:|---:|---:|---:|---|",
+    ]
+    for rank, site in enumerate(sites, 1):
+        exposed = site.exposed_idle_ms_per_step if report.steps.count else site.exposed_idle_ms
+        wait = site.host_wait_ms_per_step if report.steps.count else site.host_wait_ms
+        issued = f" {code_span(site.issued_at) if site.issued_at else ''} |" if library else ""
+        span = likely(*site.saving_range_ms)
+        span = f" ({span})" if span else ""
+        if site.loop_saving_ms_per_step is not None:
+            loop_span = likely(*site.loop_saving_range_ms)
+            span += f"; loop at once {fixed(site.loop_saving_ms_per_step)}" + (f" ({loop_span})" if loop_span else "")
+        lines.append(
+            f"| {rank} | {code_span(site.where)} |{issued} {fixed(site.predicted_saving_ms_per_step)}{span} | "
+            f"{fixed(site.syncs_per_step, 2)} | {fixed(exposed)} | {fixed(wait)} | "
+            f"{cell(site.advice.short if site.advice else site.short_hint)} |"
+        )
+    more = len(report.callsites) - len(sites)
+    if more > 0:
+        lines += ["", f"{more} more call sites in the full report."]
+    lines += _fixes(sites[:FIXES])
+    for group in report.read_together:
+        saving = group.predicted_saving_ms_per_step
+        said, code = edits_said(group.edits)
+        span = likely(*group.saving_range_ms)
+        lines += ["", f"#### Read together: {code_span(group.where)}"
+                  + (f", saving {fixed(saving)} ms/step" if saving is not None else "")
+                  + (f" (likely {span})" if span else ""), ""]  # fmt: skip
+        lines += [f"{prose(group.why)}.", "", f"{said.capitalize()}", "", *fenced(code, "python"), ""]
+        lines += [f"> {prose(group.caveat)}"]
+    return lines
+
+
+def _outside_table(report: Analysis) -> list[str]:
+    outside = report.outside_main_loop[:ONCE_ROWS]
+    if not outside or not report.steps.count:
+        return []
+    library = report.library_frames(outside)
+    lines = [
+        "",
+        "Syncs outside the main loop, once each: the host's wait in them is the most they cost.",
+        "",
+        f"| phase | call site |{' issued at |' if library else ''} syncs | host wait ms |",
+        f"|---|---|{'---|' if library else ''}---:|---:|",
+    ]
+    for once in outside:
+        issued = f" {code_span(once.issued_at) if once.issued_at else ''} |" if library else ""
+        lines.append(f"| {once.phase} | {code_span(once.where)} |{issued} {once.count} | {fixed(once.host_wait_ms)} |")
+    return lines
+
+
+@render_markdown.register
+def _diff_markdown(result: Diff, options: RenderOptions = RenderOptions()) -> str:
+    report = printable_all(replace(result, timelines=(None, None)))
+    top = options.top_or(10)
     lines = [
         f"### nsync diff: {cell(Path(report.baseline.path).name)} → {cell(Path(report.candidate.path).name)}",
         "",
@@ -198,3 +200,54 @@ def _diff_markdown(source: DiffReport, top: int) -> str:
     else:
         lines.append("No call site changed beyond the noise.")
     return "\n".join(lines).rstrip() + "\n"
+
+
+@render_markdown.register
+def _ranks_markdown(result: Ranks, options: RenderOptions = RenderOptions()) -> str:
+    report = printable_all(result)
+    lines = [
+        f"### nsync ranks: {len(report.ranks)} ranks",
+        "",
+        f"**{cell(report.verdict)}**",
+        "",
+        f"{report.collectives} collectives lined up; the last rank holds the others "
+        f"{fixed(report.held_ms_per_step)} ms per step.",
+        "",
+        "| rank | last at collectives | late ms/step | step ms | GPU idle ms/step | steps | export |",
+        "|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    lines += [
+        f"| {r.rank} | {r.last_at} | {fixed(r.lateness_ms_per_step)} | {fixed(r.median_step_ms)} | "
+        f"{fixed(r.gpu_idle_ms_per_step)} | {r.steps} | {code_span(Path(r.path).name)} |"
+        for r in report.ranks
+    ]
+    stragglers = report.stragglers[: options.top_or(10)]
+    if stragglers:
+        lines += ["", "| rank | call site | delay to all ranks ms/step | collectives delayed | issued at |"]
+        lines += ["|---:|---|---:|---:|---|"]
+        lines += [
+            f"| {s.rank} | {code_span(s.where)} | {fixed(s.delay_ms_per_step)} | {s.collectives_delayed} | "
+            f"{code_span(s.issued_at) if s.issued_at else ''} |"
+            for s in stragglers
+        ]
+    lines += [f"\n> {cell(warning)}" for warning in report.warnings]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+@render_markdown.register
+def _measurement_markdown(result: Measurement, options: RenderOptions = RenderOptions()) -> str:
+    """For a PR comment: the verdict, the two commands' steps in a table (commands made inert), how."""
+    m = result
+    lines = ["### nsync measure", "", cell(printable(verdict_line(m))), ""]
+    samples = "blocks" if m.block_steps else "runs"
+    lines += [f"| | command | ms per step | {samples} (ms) | spread |", "| --- | --- | ---: | --- | ---: |"]
+    for c in (m.baseline, m.candidate):
+        which = f" {version_of(c)}" if m.block_steps else ""
+        medians, spread = samples_of(c)
+        lines.append(
+            f"| {c.label} | {code_span(printable(describe(c.command)))}{which} | {fixed(c.median_step_ms)} | "
+            f"{fixed(min(medians))}-{fixed(max(medians))} | {fixed(spread, 1)} % |"
+        )
+    lines += ["", cell(how_measured(m))]
+    lines += [f"note: {cell(printable(note))}" for note in m.notes or ()]
+    return "\n".join(lines) + "\n"

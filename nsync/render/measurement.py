@@ -1,29 +1,28 @@
-"""``nsync measure``'s result as text (terminal, CI log): the two commands' steps and the change with its
-interval; the JSON is the report's fields as they are (:func:`measurement_json`)."""
+"""``nsync measure``'s result in words (the terminal's and the Markdown's): the two commands' steps and the
+change with its interval."""
 
 from __future__ import annotations
 
-import json
 import textwrap
 from pathlib import Path
 
-from nsync.render.markdown import cell, code_span
 from nsync.render.text import fixed, printable
 from nsync.report.measurement import MeasuredCommand, Measurement
 
 STEP_SOURCES = {"marks": "optimizer steps"}
+MEASUREMENT_WIDTH = 80  # the text's lines at most, however wide the terminal
 
 
-def measurement_text(m: Measurement, width: int = 80) -> str:
+def measurement_text(m: Measurement, width: int = MEASUREMENT_WIDTH) -> str:
     """The result in lines of at most ``width`` columns (a CI log's, a terminal's)."""
-    paragraphs = [_how(m), ""]
+    paragraphs = [how_measured(m), ""]
     for c in (m.baseline, m.candidate):
         paragraphs += [f"{c.label}  {_command(m, c)}", f"   {fixed(c.median_step_ms)} ms per step ({_spread(c)})"]
     if m.change.run_pct and len(m.change.run_pct) > 1:
         paragraphs.append(
             "   B against A, run by run: " + ", ".join(fixed(p, 1, sign=True) for p in m.change.run_pct) + " %"
         )
-    paragraphs += ["", _verdict_line(m)]
+    paragraphs += ["", verdict_line(m)]
     paragraphs += [f"note: {printable(note)}" for note in m.notes or ()]
     lines = [
         wrapped
@@ -33,24 +32,7 @@ def measurement_text(m: Measurement, width: int = 80) -> str:
     return "\n".join(lines) + "\n"
 
 
-def measurement_markdown(m: Measurement) -> str:
-    """For a PR comment: the verdict, the two commands' steps in a table (commands made inert), how."""
-    lines = ["### nsync measure", "", cell(printable(_verdict_line(m))), ""]
-    samples = "blocks" if m.block_steps else "runs"
-    lines += [f"| | command | ms per step | {samples} (ms) | spread |", "| --- | --- | ---: | --- | ---: |"]
-    for c in (m.baseline, m.candidate):
-        which = f" {_version(c)}" if m.block_steps else ""
-        medians, spread = _samples(c)
-        lines.append(
-            f"| {c.label} | {code_span(printable(describe(c.command)))}{which} | {fixed(c.median_step_ms)} | "
-            f"{fixed(min(medians))}-{fixed(max(medians))} | {fixed(spread, 1)} % |"
-        )
-    lines += ["", cell(_how(m))]
-    lines += [f"note: {cell(printable(note))}" for note in m.notes or ()]
-    return "\n".join(lines) + "\n"
-
-
-def _how(m: Measurement) -> str:
+def how_measured(m: Measurement) -> str:
     runs = len(m.baseline.run_median_step_ms), len(m.candidate.run_median_step_ms)
     if m.block_steps:
         pairs = len(m.baseline.block_median_step_ms or ())
@@ -65,15 +47,15 @@ def _how(m: Measurement) -> str:
     return f"{each}, alternated, without the profiler; a run's step is its median over its {source}"
 
 
-def _version(c: MeasuredCommand) -> str:
+def version_of(c: MeasuredCommand) -> str:
     return f"(nsync.fixed() {'true' if c.label == 'B' else 'false'})"
 
 
 def _command(m: Measurement, c: MeasuredCommand) -> str:
-    return printable(describe(c.command)) + (f" {_version(c)}" if m.block_steps else "")
+    return printable(describe(c.command)) + (f" {version_of(c)}" if m.block_steps else "")
 
 
-def _samples(c: MeasuredCommand) -> tuple[list[float], float]:
+def samples_of(c: MeasuredCommand) -> tuple[list[float], float]:
     """The medians the change was told from (its blocks', else its runs') and their spread."""
     if c.block_median_step_ms:
         return c.block_median_step_ms, c.block_spread_pct or 0.0
@@ -81,12 +63,12 @@ def _samples(c: MeasuredCommand) -> tuple[list[float], float]:
 
 
 def _spread(c: MeasuredCommand) -> str:
-    medians, spread = _samples(c)
+    medians, spread = samples_of(c)
     samples = "blocks" if c.block_median_step_ms else "runs"
     return f"{samples} {fixed(min(medians))}-{fixed(max(medians))}, spread {fixed(spread, 1)} %"
 
 
-def _verdict_line(m: Measurement) -> str:
+def verdict_line(m: Measurement) -> str:
     c = m.change
     figure = (
         f"{fixed(c.ms_per_step, sign=True)} ms per step ({fixed(c.pct, 1, sign=True)} %; "
@@ -124,7 +106,3 @@ def describe(command: list[str]) -> str:
     """A command as the user typed it: the interpreter nsync put before a script left out."""
     first = Path(command[0]).name if command else ""
     return " ".join(command[1:] if first.startswith("python") and len(command) > 1 else command)
-
-
-def measurement_json(m: Measurement) -> str:
-    return json.dumps(m.to_dict(), indent=2, allow_nan=False) + "\n"

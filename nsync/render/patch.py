@@ -13,32 +13,43 @@ top, so that ``nsync measure SCRIPT`` times both versions in one process (nsync/
 from __future__ import annotations
 
 import difflib
+import functools
 import os
 import textwrap
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from nsync.errors import UsageError
+from nsync.render.options import RenderOptions, refuse
 from nsync.render.text import printable
-from nsync.report import as_any_report
-from nsync.report.analysis import Report
+from nsync.report import Analysis, Result
 from nsync.source import find_source, first_statement_line, search_folders, source_lines, statement_span, string_rows
 
-if TYPE_CHECKING:
-    from nsync.analysis import Analysis
-    from nsync.comparison import Diff
-    from nsync.report import AnyReport
+NOT_AN_ANALYSIS = "only an analysis has them, of one trace (nsync analyze)"
 
 
-def render_patch(
-    source: AnyReport | Analysis | Diff, source_dirs: list[Path] | None = None, switched: bool = False
-) -> str:
-    """The unified diff of every call site's rewrite, with a header that says what each change is for;
-    ``switched``: each behind ``if nsync.fixed():``, the code as it is kept under ``else:``."""
-    report = as_any_report(source)
-    if not isinstance(report, Report):
-        raise UsageError("only an analysis has rewrites to suggest: analyse one trace (nsync analyze)")
-    search = search_folders(report.trace.path, source_dirs)
+@functools.singledispatch
+def render_patch(result: Result, options: RenderOptions = RenderOptions()) -> str:
+    """The unified diff of every call site's rewrite, with a header that says what each change is for."""
+    refuse(result, "rewrites to suggest", NOT_AN_ANALYSIS)
+
+
+@render_patch.register
+def _analysis_patch(result: Analysis, options: RenderOptions = RenderOptions()) -> str:
+    return _patch(result, options, switched=False)
+
+
+@functools.singledispatch
+def render_switch(result: Result, options: RenderOptions = RenderOptions()) -> str:
+    """The same rewrites, each behind ``if nsync.fixed():``, the code as it is kept under ``else:``."""
+    refuse(result, "rewrites to suggest", NOT_AN_ANALYSIS)
+
+
+@render_switch.register
+def _analysis_switch(result: Analysis, options: RenderOptions = RenderOptions()) -> str:
+    return _patch(result, options, switched=True)
+
+
+def _patch(report: Analysis, options: RenderOptions, switched: bool) -> str:
+    search = search_folders(report.trace.path, list(options.source_dirs))
     by_file: dict[Path, list[Change]] = {}
     for rank, site in enumerate(report.callsites, 1):
         advice = site.advice

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from nsync.report.analysis import CallSite
-    from nsync.report.diff import DiffReport
-    from nsync.stages.advice import LineEdit
+    from nsync.report.diff import Diff
+    from nsync.report.fixes import LineEdit
 
 import dataclasses
 import textwrap
@@ -25,6 +25,8 @@ _CONTROLS = [*range(0x00, 0x20), *range(0x7F, 0xA0), *range(0x202A, 0x202F), *ra
 _INERT = {code: f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" for code in _CONTROLS}
 
 T = TypeVar("T")
+SETTING = {"library": "the setting", "code": "set once", "kind": "set once"}  # a fix's set-up, without a place
+ONCE_ROWS = 5  # the call sites outside the main loop listed
 
 
 def fixed(value: float | None, digits: int = 3, sign: bool = False) -> str:
@@ -90,7 +92,7 @@ def edits_said(edits: list[LineEdit]) -> tuple[str, str]:
     return "; ".join(words) + (":" if written else ""), code
 
 
-def diff_headline(report: DiffReport) -> str:
+def diff_headline(report: Diff) -> str:
     """The diff's verdict in one line, with the step times it rests on (every renderer leads with it)."""
     step = report.step_ms
     text = f"verdict: {report.verdict}"

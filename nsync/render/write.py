@@ -1,70 +1,75 @@
-"""Write any report to a file, in the format its suffix (or ``format``) names: the one door to every renderer.
+"""Write any result to a file, in the format its suffix (or ``format``) names: the one door to every renderer.
 
 >>> analysis = nsync.analyze("report.sqlite")
->>> nsync.write(analysis, "result.json")            # nsync.analysis/1
+>>> nsync.write(analysis, "result.json")            # nsync.analysis/2
 >>> nsync.write(analysis, "report.html")
 >>> nsync.write(nsync.diff(base, cand), "diff.md")  # a pull-request comment
->>> nsync.write(analysis, "syncs.db")               # every sync, for SQL (an analysis, not its report)
+>>> nsync.write(analysis, "syncs.db")               # every sync, for SQL
 >>> nsync.write(analysis, "fixes.patch")            # the rewrites, as a diff to review (never applied)
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nsync.errors import NsyncError, UsageError
+from nsync.render.options import RenderOptions
 
 if TYPE_CHECKING:
-    from nsync.analysis import Analysis
-    from nsync.comparison import Diff
-    from nsync.report import AnyReport
+    from nsync.report import Result
 
 FORMATS = {".json": "json", ".md": "markdown", ".markdown": "markdown", ".html": "html", ".htm": "html"}
 FORMATS |= {".db": "db", ".sqlite": "db", ".sqlite3": "db", ".patch": "patch", ".diff": "patch"}
+# each text format's renderer, render_FORMAT(result, options) -> str in its module (loaded when used: the HTML
+# renderer's templates and plotly stay out of a command that writes no page)
+RENDERERS = {
+    "json": ("nsync.render.json", "render_json"),
+    "markdown": ("nsync.render.markdown", "render_markdown"),
+    "html": ("nsync.render.html", "render_html"),
+    "patch": ("nsync.render.patch", "render_patch"),
+    "switch": ("nsync.render.patch", "render_switch"),
+    "text": ("nsync.render.terminal", "render_terminal"),
+}
 
 
-def write(
-    source: AnyReport | Analysis | Diff,
-    path: str | Path,
-    format: str | None = None,
-    top: int | None = None,
-    source_dirs: list[Path] | None = None,
-) -> Path:
-    """Render ``source`` (an analysis, a diff, or any report) into ``path`` and return the path.
+def write(result: Result, path: str | Path, format: str | None = None, options: RenderOptions | None = None) -> Path:
+    """Render ``result`` (any command's) into ``path`` and return the path.
 
-    ``format``: json, markdown, html, db, patch (the rewrites as a unified diff) or switch (the same, each
-    behind ``if nsync.fixed():`` for nsync measure); by default the one
-    ``path``'s suffix names (.json, .md, .html, .db, .patch). ``top``: the call sites listed (Markdown 10, HTML
-    50). ``source_dirs``: where the HTML and the patch look for the traced Python files. Raises UsageError for
-    a format that cannot be told or does not fit ``source`` (the database needs the analysis itself),
-    NsyncError when the file cannot be written.
+    ``format``: json, markdown, html, db (every sync, for SQL), patch (the rewrites as a unified diff), switch
+    (the same, each behind ``if nsync.fixed():`` for nsync measure) or text (the terminal summary); by default
+    the one ``path``'s suffix names (.json, .md, .html, .db, .patch). ``options``: the call sites listed, where
+    to look for the traced Python files (nsync.render.options). Raises UsageError for a format that cannot be
+    told or does not fit ``result`` (one line: a diff has no database), NsyncError when the file cannot be
+    written.
     """
     path = Path(path)
     chosen = format or FORMATS.get(path.suffix.lower())
     if chosen is None:
         raise UsageError(f"{path}: which format? name it with format= or a suffix: {', '.join(sorted(FORMATS))}")
     if chosen == "db":
-        _write_database(source, path)
-    elif chosen == "json":
-        from nsync.render.json import render_json
-
-        write_text(path, render_json(source))
-    elif chosen == "markdown":
-        from nsync.render.markdown import render_markdown
-
-        write_text(path, render_markdown(source, 10 if top is None else top))
-    elif chosen == "html":
-        write_text(path, _html(source, top, source_dirs))
-    elif chosen in ("patch", "switch"):
-        from nsync.render.patch import render_patch
-
-        write_text(path, render_patch(source, source_dirs, switched=chosen == "switch"))
+        _write_database(result, path)
     else:
-        raise UsageError(f"format {chosen!r}: expected one of json, markdown, html, db, patch, switch")
+        write_text(path, renderer(chosen)(result, options or RenderOptions()))
     return path
+
+
+def renderer(format: str) -> Callable[[Result, RenderOptions], str]:
+    """The renderer of ``format`` (UsageError: no such format; the HTML's without its packages)."""
+    if format not in RENDERERS:
+        raise UsageError(f"format {format!r}: expected one of {', '.join([*RENDERERS, 'db'])}")
+    module, name = RENDERERS[format]
+    try:
+        found: Callable[[Result, RenderOptions], str] = getattr(importlib.import_module(module), name)
+    except ModuleNotFoundError as error:  # an incomplete install: say what to add
+        raise UsageError(
+            f"the {format} output needs {error.name}, which is not installed: pip install {error.name}"
+        ) from None
+    return found
 
 
 def check_writable(files: list[tuple[str, Path]], reading: Path | None = None) -> None:
@@ -102,23 +107,10 @@ def write_text(path: Path, text: str) -> None:
         raise NsyncError(f"cannot write {path}: {error.strerror}") from error
 
 
-def _html(source: AnyReport | Analysis | Diff, top: int | None, source_dirs: list[Path] | None) -> str:
-    try:
-        from nsync.render.html import render_html
-    except ModuleNotFoundError as error:  # an incomplete install: say what to add
-        raise UsageError(
-            f"the HTML report needs {error.name}, which is not installed: pip install {error.name}"
-        ) from None
-    return render_html(source, 50 if top is None else top, source_dirs)
-
-
-def _write_database(source: AnyReport | Analysis | Diff, path: Path) -> None:
-    from nsync.analysis import Analysis
+def _write_database(result: Result, path: Path) -> None:
     from nsync.render.database import write_database
 
-    if not isinstance(source, Analysis):
-        raise UsageError(f"{path}: the database holds every sync: write it from an analysis (nsync.analyze's result)")
     try:
-        write_database(source, path)
+        write_database(result, path)
     except (OSError, sqlite3.Error) as error:
         raise NsyncError(f"cannot write {path}: {error}") from error

@@ -1,27 +1,38 @@
-"""The results of nsync's commands as their renderers print them: one typed, versioned report per command
-(``analyze``: :class:`Report`, ``diff``: :class:`DiffReport`, ``ranks``: :class:`RanksReport`), built once."""
+"""One typed, versioned result per command, what the library returns and every renderer prints:
+``nsync analyze``: :class:`Analysis`, ``nsync diff``: :class:`Diff`, ``nsync ranks``: :class:`Ranks`,
+``nsync measure``: :class:`Measurement`. Each writes its JSON (``to_dict``, schema ``nsync.NAME/N``) and reads
+it back (``load``); the stages compute them, this package only holds them."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from pathlib import Path
 
-from nsync.report.analysis import Report, build_report
-from nsync.report.diff import DiffReport, build_diff_report
-from nsync.report.ranks import RanksReport
+from nsync.errors import TraceError
+from nsync.jsonfile import read_schema
+from nsync.report.analysis import Analysis
+from nsync.report.diff import Diff
+from nsync.report.measurement import Measurement
+from nsync.report.ranks import Ranks
 
-if TYPE_CHECKING:
-    from nsync.analysis import Analysis
-    from nsync.comparison import Diff
+__all__ = ["RESULTS", "Analysis", "Diff", "Measurement", "Ranks", "Result", "load_result"]
 
-__all__ = ["AnyReport", "DiffReport", "RanksReport", "Report", "as_any_report"]
+Result = Analysis | Diff | Ranks | Measurement
+RESULTS: tuple[type[Analysis] | type[Diff] | type[Ranks] | type[Measurement], ...] = (
+    Analysis,
+    Diff,
+    Ranks,
+    Measurement,
+)
 
-AnyReport = Report | DiffReport | RanksReport
 
-
-def as_any_report(source: Report | DiffReport | RanksReport | Analysis | Diff) -> AnyReport:
-    """What a renderer prints: a report as it is, or the report of the analysis or diff it was given."""
-    if isinstance(source, (Report, DiffReport, RanksReport)):
-        return source
-    from nsync.comparison import Diff  # loaded already where there is one: the caller made it
-
-    return build_diff_report(source) if isinstance(source, Diff) else build_report(source)
+def load_result(path: Path, kind: type[Result] | None = None) -> Result:
+    """The result a command's ``--json`` wrote to ``path``: of ``kind``, or of whichever command wrote it."""
+    if kind is not None:
+        return kind.load(path)
+    schema = read_schema(path, "an nsync result")
+    family = schema.rsplit("/", 1)[0]
+    for result in RESULTS:
+        if result.SCHEMA.rsplit("/", 1)[0] == family:
+            return result.load(path)
+    expected = ", ".join(result.SCHEMA for result in RESULTS)
+    raise TraceError(f"{path}: not an nsync result (schema {schema!r}, expected one of {expected})")

@@ -1,20 +1,58 @@
-"""The report of a diff, built once from a :class:`nsync.comparison.Diff`: what every diff renderer (terminal,
-Markdown, HTML) prints, and, less the two runs' timelines, the JSON (``nsync.diff/1``)."""
+"""``nsync diff``'s result: two runs of one program compared (nsync.comparison computes it), as every renderer
+prints it and, less the two runs' timelines, as its JSON (``nsync.diff/1``)."""
 
 from __future__ import annotations
 
-import math
-from dataclasses import asdict, dataclass, replace
+import dataclasses
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, ClassVar, Literal
 
-from nsync.comparison import NOISE_FLOOR_PCT, SCHEMA, Change, StepTimes
-from nsync.report.analysis import Timeline, ns_to_ms, timeline_of, where
-from nsync.report.typed import read_typed
+from nsync.report.analysis import where
+from nsync.report.timeline import Timeline
+from nsync.report.typed import NOT_IN_JSON, load_typed, plain
 
-if TYPE_CHECKING:
-    from nsync.analysis import Analysis
-    from nsync.comparison import Diff
+SCHEMA = "nsync.diff/1"
+NOISE_FLOOR_PCT = 2.0  # step-time changes below this never count, however quiet the runs
+DiffVerdict = Literal["regression", "improvement", "no-change", "inconclusive"]
+
+
+@dataclass(frozen=True)
+class Change:
+    """One figure in both runs, and the candidate's minus the baseline's (None where a side has none)."""
+
+    baseline: float | None
+    candidate: float | None
+    delta: float | None
+
+
+@dataclass(frozen=True)
+class UnprofiledStepTimes:
+    """The two runs' step times predicted without the profiler (each run's what-if), in ms."""
+
+    baseline: float
+    candidate: float
+    delta_pct: float | None
+    calibrated: bool  # both runs calibrated: the verdict's basis then
+    noise_pct: float | None  # where the calibration runs are the verdict's basis: the largest of noise_from's
+    between_runs_pct: float | None = None  # of that noise: two runs' hosts on one machine (WhatIf.between_runs_pct)
+    noise_from: str = ""  # what sets the noise: one of nsync.comparison.NOISE_SOURCES
+
+
+@dataclass(frozen=True)
+class StepTimes:
+    """The two runs' median step times under the profiler (ms), their noise, and which the verdict used."""
+
+    baseline: float | None
+    candidate: float | None
+    delta: float | None
+    delta_pct: float | None
+    noise_pct: float | None
+    basis: str  # gpu | nvtx | none: which step times
+    verdict_basis: str  # profiled | unprofiled (calibrated)
+    profiled_verdict: DiffVerdict  # what the profiled steps alone say, whichever basis the verdict takes
+    unprofiled: UnprofiledStepTimes | None  # where both runs have a what-if
+    two_machines: bool = False  # the runs ran on two physical GPUs: the noise is that between machines
 
 
 @dataclass(frozen=True)
@@ -45,19 +83,37 @@ class DiffSite:
 
 
 @dataclass(frozen=True)
-class DiffReport:
+class Diff:
+    """Two runs compared: the step time against its noise, GPU idle, and the call sites that changed."""
+
+    SCHEMA: ClassVar[str] = SCHEMA
+
     schema: str
-    verdict: str  # regression | improvement | no-change | inconclusive
-    reasons: list[str]
+    verdict: DiffVerdict
+    reasons: list[str]  # why the runs cannot be compared (verdict inconclusive)
     baseline: DiffSide
     candidate: DiffSide
     step_ms: StepTimes
     gpu_idle_ms_per_step: Change
     exposed_idle_ms_per_step: Change
     callsites: list[DiffSite]  # sorted by the size of the delta
-    # not written out: the noise floor the verdict used, and each run's timeline for the HTML
-    noise_floor_pct: float = NOISE_FLOOR_PCT
-    timelines: tuple[Timeline | None, Timeline | None] = (None, None)
+    noise_floor_pct: float = dataclasses.field(default=NOISE_FLOOR_PCT, metadata=NOT_IN_JSON)
+    # each run's timeline, for the HTML
+    timelines: tuple[Timeline | None, Timeline | None] = dataclasses.field(default=(None, None), metadata=NOT_IN_JSON)
+
+    @property
+    def verdict_delta_pct(self) -> float | None:
+        """The step time's change on the verdict's basis (profiled, or predicted unprofiled)."""
+        step = self.step_ms
+        if step.verdict_basis != "profiled" and step.unprofiled is not None:
+            return step.unprofiled.delta_pct
+        return step.delta_pct
+
+    def regressed_beyond(self, pct: float) -> bool:
+        """The CI gate: a regression verdict with the step time worse by more than ``pct`` percent (on the
+        verdict's basis)."""
+        delta = self.verdict_delta_pct
+        return self.verdict == "regression" and delta is not None and delta > pct
 
     @property
     def timeline_scale_ms(self) -> float | None:
@@ -69,75 +125,24 @@ class DiffReport:
         """Whether any of the first ``top`` sites is issued by a library (the renderers then show where)."""
         return any(site.issued_at for site in self.callsites[:top])
 
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON's content: the step times' prediction without the profiler is written as ``unprofiled_*``
+        keys of ``step_ms``, present only where both runs have one."""
+        data: dict[str, Any] = plain(self)
+        unprofiled = data["step_ms"].pop("unprofiled")
+        if unprofiled is not None:
+            data["step_ms"].update({f"unprofiled_{key}": value for key, value in unprofiled.items()})
+        return data
 
-def build_diff_report(result: Diff) -> DiffReport:
-    rows = result.callsites.astype({"line_b": float, "line_c": float}).to_dict("records")
-    return DiffReport(
-        schema=SCHEMA,
-        verdict=result.verdict,
-        reasons=list(result.reasons),
-        baseline=_side(result.baseline),
-        candidate=_side(result.candidate),
-        step_ms=result.step_ms,
-        gpu_idle_ms_per_step=result.gpu_idle_ms_per_step,
-        exposed_idle_ms_per_step=result.exposed_idle_ms_per_step,
-        callsites=[_site(row) for row in rows],
-        noise_floor_pct=result.noise_floor_pct,
-        timelines=(timeline_of(result.baseline), timeline_of(result.candidate)),
-    )
+    @staticmethod
+    def json_shape(data: dict[str, Any]) -> None:
+        """The JSON's ``step_ms.unprofiled_*`` keys back into StepTimes.unprofiled (to_dict's inverse)."""
+        step = data.get("step_ms")
+        if isinstance(step, dict):
+            keys = [key for key in step if key.startswith("unprofiled_")]
+            step["unprofiled"] = {key.removeprefix("unprofiled_"): step.pop(key) for key in keys} or None
 
-
-def as_diff_report(source: DiffReport | Diff) -> DiffReport:
-    """Renderers take a diff report; given a diff, they build its report first."""
-    return source if isinstance(source, DiffReport) else build_diff_report(source)
-
-
-def diff_report_to_dict(report: DiffReport) -> dict[str, Any]:
-    """The JSON's content: the step times' prediction without the profiler is written as ``unprofiled_*`` keys
-    of ``step_ms``, present only where both runs have one."""
-    data = asdict(replace(report, timelines=(None, None)))  # the timelines are not copied to be dropped
-    del data["noise_floor_pct"], data["timelines"]
-    unprofiled = data["step_ms"].pop("unprofiled")
-    if unprofiled is not None:
-        data["step_ms"].update({f"unprofiled_{key}": value for key, value in unprofiled.items()})
-    return data
-
-
-def _side(analysis: Analysis) -> DiffSide:
-    return DiffSide(
-        path=analysis.trace_path,
-        nsys_version=analysis.nsys_version,
-        program=analysis.program,
-        gpus=list(analysis.gpus),
-        steps=analysis.steps.count,
-        step_source=analysis.steps.source,
-    )
-
-
-def _site(row: dict[str, Any]) -> DiffSite:
-    line = None if math.isnan(row["line_c"]) else int(row["line_c"])
-    baseline_line = None if math.isnan(row["line_b"]) else int(row["line_b"])
-    return DiffSite(
-        file=row["file"],
-        line=line if line is not None else baseline_line,
-        baseline_line=baseline_line,
-        function=row["function"],
-        issued_at=row["issued"] or None,
-        status=row["status"],
-        baseline_exposed_idle_ms_per_step=ns_to_ms(row["per_step_ns_b"]),
-        candidate_exposed_idle_ms_per_step=ns_to_ms(row["per_step_ns_c"]),
-        delta_ms_per_step=ns_to_ms(row["delta_ns"]),
-    )
-
-
-def read_diff_report(path: Path) -> DiffReport:
-    """A diff that ``nsync diff --json`` wrote (less the timelines, which the JSON does not hold)."""
-    return read_typed(DiffReport, path, SCHEMA, "an nsync diff", _unprofiled_apart)
-
-
-def _unprofiled_apart(data: dict[str, Any]) -> None:
-    """The JSON's ``step_ms.unprofiled_*`` keys back into StepTimes.unprofiled (diff_report_to_dict's inverse)."""
-    step = data.get("step_ms")
-    if isinstance(step, dict):
-        keys = [key for key in step if key.startswith("unprofiled_")]
-        step["unprofiled"] = {key.removeprefix("unprofiled_"): step.pop(key) for key in keys} or None
+    @classmethod
+    def load(cls, path: Path) -> Diff:
+        """A diff that ``nsync diff --json`` wrote (less the timelines, which the JSON does not hold)."""
+        return load_typed(cls, path, "an nsync diff")

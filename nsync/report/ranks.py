@@ -1,13 +1,17 @@
-"""The report of several ranks of one data-parallel run (``nsync ranks``): what nsync.ranks found, as the
-renderers print it and the JSON (schema ``nsync.ranks/1``) writes it."""
+"""``nsync ranks``'s result: several ranks of one data-parallel run lined up (nsync.ranks computes it), as the
+renderers print it and the JSON (schema ``nsync.ranks/2``) writes it."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, ClassVar
 
-from nsync.report.analysis import Report
-from nsync.report.typed import read_typed
+from nsync.notices import Notice
+from nsync.report.analysis import Analysis
+from nsync.report.typed import load_typed, plain
+
+SCHEMA = "nsync.ranks/2"
 
 
 @dataclass(frozen=True)
@@ -35,7 +39,12 @@ class RankFacts:
 
 
 @dataclass(frozen=True)
-class RanksReport:
+class Ranks:
+    """The ranks lined up on their collectives: which reaches them last, and the syncs that make it late."""
+
+    SCHEMA: ClassVar[str] = SCHEMA
+    READS: ClassVar[tuple[str, ...]] = ("nsync.ranks/1", SCHEMA)  # /1: warnings as text
+
     schema: str
     ranks: list[RankFacts]
     collectives: int  # lined up across every rank
@@ -44,13 +53,13 @@ class RanksReport:
     stragglers: list[Straggler]
     verdict: str
     worth_fixing: bool
-    warnings: list[str]
-    reports: list[Report]  # each rank's own analysis
+    warnings: list[Notice]
+    reports: list[Analysis]  # each rank's own analysis (no timeline, no tables)
 
+    def to_dict(self) -> dict[str, Any]:
+        return plain(self)
 
-SCHEMA = "nsync.ranks/1"
-
-
-def read_ranks_report(path: Path) -> RanksReport:
-    """The lined-up ranks that ``nsync ranks --json`` wrote."""
-    return read_typed(RanksReport, path, SCHEMA, "an nsync ranks result")
+    @classmethod
+    def load(cls, path: Path) -> Ranks:
+        """The lined-up ranks that ``nsync ranks --json`` wrote."""
+        return load_typed(cls, path, "an nsync ranks result")

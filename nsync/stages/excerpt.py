@@ -1,7 +1,8 @@
 """A small slice of the timeline around representative steps, for reports to draw.
 
 Reports never see the trace: the analysis keeps this excerpt (a few thousand rows at most), chosen as the
-median-length step and its neighbours, or the neighbourhood of the costliest sync when there are no steps.
+median-length step and its neighbours, or the neighbourhood of the costliest sync when there are no steps, with
+the GPU's time in it binned for the chart (nsync.stages.activity).
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import numpy as np
 import pandas as pd
 
 from nsync.load import Trace, thread_labels
+from nsync.report.timeline import ExposedSpans, GpuUtilisation
+from nsync.stages.activity import exposed_spans, gpu_activity, gpu_utilisation
 from nsync.stages.attribute import LeadCurve
 from nsync.stages.steps import Steps
 
@@ -32,6 +35,10 @@ class TimelineExcerpt:
     lead: pd.DataFrame  # t, lead_ns, global_tid
     description: str
     thread_labels: dict[int, str]  # every host thread in calls, syncs and lead: "MainThread (4242)"
+    median_step_ns: tuple[int, int] | None  # the median-length step, inside the slice
+    exposed: ExposedSpans  # the GPU's idle spans inside a sync's window (nsync.stages.activity)
+    utilisation: GpuUtilisation | None  # the whole slice binned (None: no GPU op in it)
+    step_utilisation: GpuUtilisation | None  # the median step binned
 
 
 def choose_window(steps: Steps, syncs: pd.DataFrame, window: tuple[int, int]) -> tuple[int, int, str]:
@@ -75,6 +82,15 @@ def timeline_excerpt(
     calls = calls.sort_values("start").head(MAX_CALLS)
     in_window = syncs.loc[(syncs["end"] > t0) & (syncs["start"] < t1)]
     shown_threads = sorted(set(calls["global_tid"].tolist()) | set(in_window["global_tid"].tolist()))
+    median = _median_step(steps)
+    activity = gpu_activity(
+        shown["start"].to_numpy(np.int64),
+        shown["end"].to_numpy(np.int64),
+        shown["device_id"].to_numpy(np.int64),
+        (t0, t1),
+        (in_window["exposed_start_ns"].to_numpy(np.int64), in_window["rebuild_ns"].to_numpy(np.int64)),
+    )
+    drawn = len(shown) > 0
     return TimelineExcerpt(
         start_ns=t0,
         end_ns=t1,
@@ -97,7 +113,20 @@ def timeline_excerpt(
         lead=_lead_samples({tid: curves[tid] for tid in set(in_window["global_tid"].tolist())}, t0, t1),
         description=description,
         thread_labels=thread_labels(shown_threads, trace.threads),
+        median_step_ns=median,
+        exposed=exposed_spans(activity),
+        utilisation=gpu_utilisation(activity, t0, t1) if drawn else None,
+        step_utilisation=gpu_utilisation(activity, *median) if drawn and median else None,
     )
+
+
+def _median_step(steps: Steps) -> tuple[int, int] | None:
+    """[start, end] of the median-length step."""
+    k = steps.median_index()
+    if k is None:
+        return None
+    median = steps.analysed.iloc[k]
+    return int(median["start"]), int(median["end"])
 
 
 def _lead_samples(curves: dict[int, LeadCurve], t0: int, t1: int) -> pd.DataFrame:

@@ -286,3 +286,17 @@ def _kernel_period_steps(ops: pd.DataFrame) -> tuple[pd.DataFrame, str] | None:
     starts, ends = launch[gap_at[mine]], launch[gap_at[mine] + gap[mine]]
     name = names[step_code]
     return pd.DataFrame({"start": starts, "end": ends, "name": f"step (kernel: {name})"}), f"kernel:{name}"
+
+
+# transformers' generate() reads whether every sequence has finished once per new token
+_GENERATE_FILE = re.compile(r"transformers/generation/(?:utils|stopping_criteria)\.py$")
+
+
+def what_a_step_is(source: str, sync_files: pd.Series, syncs_per_step: pd.Series) -> str:
+    """What one step is where the trace tells ('' where it does not: a loop's iteration): steps found by their
+    kernel sequence (``source``) whose call sites (their ``sync_files`` and ``syncs_per_step``) hold generate()'s
+    finished-sequences read once a step are decode steps, one new token each."""
+    if not source.startswith("kernel:") or sync_files.empty:
+        return ""
+    per_step = syncs_per_step.loc[sync_files.astype(str).str.contains(_GENERATE_FILE).to_numpy()]
+    return "one new token of generate()" if ((per_step > 0.9) & (per_step < 1.1)).any() else ""

@@ -10,11 +10,12 @@ from pathlib import Path
 import pandas as pd
 
 from nsync.stages.advice.code import _Code, _strip_comment, read_code
+from nsync.stages.advice.edit import _checked, _Edit
 from nsync.stages.advice.library import library_advice
 from nsync.stages.advice.model import Advice
 from nsync.stages.advice.patterns import PRINT, SHORT, UNKNOWN, classify
 from nsync.stages.advice.recognise import _from_function
-from nsync.stages.advice.rewrites import _REWRITERS, _checked, _Edit
+from nsync.stages.advice.rewrites import _REWRITERS
 from nsync.stages.callsites import copies_to_pageable_host, library_package
 
 
