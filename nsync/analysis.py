@@ -22,6 +22,7 @@ from nsync.report import Analysis
 from nsync.settings import setting
 from nsync.source import search_folders
 from nsync.stages.advice import ReadGroup, advise_callsites, advise_loops, in_source, read_groups
+from nsync.stages.advice.scopes import FixScope, fix_scopes
 from nsync.stages.attribute import attribute_syncs, device_busy, lead_curves
 from nsync.stages.callsites import assign_stacks, issued_by_own_code, label_callsites, rank_callsites
 from nsync.stages.detect import detect_syncs, is_relevant_api
@@ -109,12 +110,14 @@ def run_stages(
     search = search_folders(trace.path, source_dirs)
     callsites = advise_callsites(rank_callsites(found.in_window, found.stacks, found.steps.count), search)
     groups = read_groups(callsites, search) if found.steps.count else []
+    scopes = fix_scopes(callsites, search) if found.steps.count else []
     say("replaying what-if")
     warnings = [*trace.warnings, *_process_notices(trace.gpu_ops)]
     settings = _replay_settings(config, calibrated_by, found.steps, warnings)
-    predicted, callsites = _replayed(trace.gpu_ops, found, callsites, settings, groups, search, warnings)
+    released = [group.released for group in groups] + [scope.site_ids for scope in scopes]
+    predicted, callsites = _replayed(trace.gpu_ops, found, callsites, settings, released, search, warnings)
     say("summarising")
-    return _summarised(trace, config, found, _Priced(callsites, groups, predicted, warnings))
+    return _summarised(trace, config, found, _Priced(callsites, groups, scopes, predicted, warnings))
 
 
 @dataclass(frozen=True)
@@ -135,10 +138,12 @@ class _Found:
 
 @dataclass(frozen=True)
 class _Priced:
-    """The call sites with their fixes and savings, the reads one copy would do, the what-if, the warnings."""
+    """The call sites with their fixes and savings, the reads one copy would do, the fixes of several sites (the
+    what-if prices them after the reads), the what-if, the warnings."""
 
     callsites: pd.DataFrame
     groups: list[ReadGroup]
+    scopes: list[FixScope]
     what_if: WhatIf | None
     warnings: list[Notice]
 
@@ -205,8 +210,9 @@ def _summarised(trace: Trace, config: AnalysisConfig, found: _Found, priced: _Pr
         kernel_time_ns=found.kernel_time_ns,
         phases=phases,
         phase_sites=phase_sites,
-        verdict=judge(priced.callsites, priced.what_if, config, frame_note, priced.groups),
+        verdict=judge(priced.callsites, priced.what_if, config, frame_note, priced.groups, priced.scopes),
         read_groups=priced.groups,
+        fix_scopes=priced.scopes,
     )
 
 
@@ -239,7 +245,6 @@ def _replay_settings(
     """How the what-if replays: calibrated where the calibration timed these steps (else a warning says so)."""
     settings = ReplaySettings(
         host_scale=config.host_scale,
-        saving_ratio=config.saving_ratio,
         scale_range=config.host_scale_range,
         spread=config.calibration_spread,
         host_speed_spread=config.host_speed_spread,
@@ -269,15 +274,15 @@ def _replayed(
     found: _Found,
     callsites: pd.DataFrame,
     settings: ReplaySettings,
-    groups: list[ReadGroup],
+    released: list[list[int]],
     search: list[Path],
     warnings: list[Notice],
 ) -> tuple[WhatIf | None, pd.DataFrame]:
     """The what-if (None where it was skipped, a warning says why), and the call sites priced and ranked by it,
-    with the fix of each loop of reads the source does not deny."""
+    with the fix of each loop of reads the source does not deny; ``released``: the sites each group of the
+    what-if releases together."""
     own_sites = [int(site) for site in callsites.loc[issued_by_own_code(callsites), "site_id"]]
     try:
-        released = [g.released for g in groups]
         predicted = what_if(ops, found.syncs, found.steps, callsites, settings, released, own_sites)
     except ReplaySkipped as skipped:
         warnings.append(Notice("replay-skipped", str(skipped)))

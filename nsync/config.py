@@ -19,8 +19,6 @@ class AnalysisConfig:
     # without a calibration, host time is scaled by this to undo nsys's slow-down (fitted on an H200 lab scenario)
     host_scale: float = 0.6
     worth_fixing_share: float = 0.05  # a fix is worth it from this share of the unprofiled step
-    # a saving's likely range: ratio[0] x the least it is at the host scales replayed, to ratio[1] x the largest
-    saving_ratio: tuple[float, float] = (0.9, 1.4)
     # calibrated: another run's step may be this factor shorter or longer than the calibration run's
     calibration_spread: float = 1.25
     host_scale_range: tuple[float, float] = (0.4, 0.85)  # uncalibrated: the other host scales replayed

@@ -34,9 +34,9 @@ def fail_above(analysis: Analysis, pct: float) -> None:
 
 def fail_on_regression(result: Diff, pct: float) -> None:
     """Raise GateFailed when the candidate regressed by more than ``pct`` % of its step time (on the verdict's
-    basis), CannotJudge when the runs cannot be compared."""
-    if result.verdict == "inconclusive":
-        raise CannotJudge("cannot judge these runs", "; ".join(result.reasons) or "the verdict is inconclusive")
+    basis), CannotJudge when the runs cannot be compared or the profiler may hide a regression (unclear)."""
+    if result.verdict in ("inconclusive", "unclear"):
+        raise CannotJudge("cannot judge these runs", "; ".join(result.reasons) or f"the verdict is {result.verdict}")
     if result.regressed_beyond(pct):
         raise GateFailed(
             f"step time regressed by {fixed(result.verdict_delta_pct, 1)} % (> {pct:g} %, "

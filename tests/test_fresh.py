@@ -89,7 +89,8 @@ FRESH7 = FIXTURES / "fresh7"  # three more loops, held out from the loop's savin
 FRESH8 = FIXTURES / "fresh8"  # eight again, held out from the point's mean over the host scales
 FRESH9 = FIXTURES / "fresh9"  # the same eight, held out from LOOP_GONE_SHARE
 FRESH10 = FIXTURES / "fresh10"  # the same eight, held out from PROFILER_GAP_NS
-SESSIONS = [FRESH, FRESH2, FRESH3, FRESH4, FRESH5, FRESH6, FRESH7, FRESH8, FRESH9, FRESH10]
+FRESH11 = FIXTURES / "fresh11"  # six again and two fixes of several syncs, held out from issue 46
+SESSIONS = [FRESH, FRESH2, FRESH3, FRESH4, FRESH5, FRESH6, FRESH7, FRESH8, FRESH9, FRESH10, FRESH11]
 # captures timed and scored but not kept (the working tree that travels to the device holds 64 MiB):
 # fixtures/fresh8/README.md gives what nsync said of them
 NOT_KEPT = {FRESH8 / "timm_perclass.sqlite.xz", FRESH8 / "tv_seg_iou.sqlite.xz"}
@@ -181,8 +182,16 @@ def test_every_capture_timed_is_kept_but_those_the_readme_says_are_not():
 @pytest.mark.slow
 @pytest.mark.parametrize("calibrated", [True, False], ids=["calibrated", "uncalibrated"])
 @pytest.mark.parametrize("trace", captures(beyond_noise=False), ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_where_the_fix_measured_nothing_no_verdict_is_worth_fixing(trace: Path, calibrated: bool):
-    assert verdict_word(trace, calibrated) != "worth fixing"
+def test_where_the_fix_measured_nothing_the_verdict_is_nothing_or_the_fix_paid_in_other_sessions(
+    trace: Path, calibrated: bool
+):
+    """Never "measure it" where nothing beyond noise was measured; "nothing" unless the same fix paid beyond noise
+    in another session (fresh4's hf_gpt2_perseq and hf_tok_tqdm, fresh9's timm_conf_log: worth fixing, as their
+    other sessions measured)."""
+    from tests.ground_truth import PAID_SOMEWHERE
+
+    word = verdict_word(trace, calibrated)
+    assert word == "nothing" or (word == "worth fixing" and trace.name.removesuffix(".sqlite.xz") in PAID_SOMEWHERE)
 
 
 @pytest.mark.slow
@@ -212,7 +221,7 @@ def test_syncs_a_library_issues_and_no_setting_removes_are_priced_beside_the_ver
     assert verdict is not None and not verdict.all_syncs_together and not verdict.worth_fixing and not verdict.measure
     assert verdict.text.startswith("the syncs a fix can remove cost at most")
     assert verdict.text.endswith(
-        "the syncs inside torchvision (boxes.py:48) cost 3.13 ms per step, which no setting removes"
+        "the syncs inside torchvision (boxes.py:48) cost 3.31 ms per step, which no setting removes"
     )
 
 

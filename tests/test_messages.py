@@ -267,7 +267,7 @@ def test_fail_above_gates_on_the_largest_predicted_saving(tmp_path: Path) -> Non
     # print_deg: fixing the print saves 0.39 of 3.18 ms a step (12 %), measured 0.39 of 3.22 unprofiled
     failed = run("analyze", ROOT / "fixtures/h200/print_deg.sqlite.xz", "--fail-above", "5")
     assert failed.returncode == 3
-    assert "fixing w_print.py:19 is predicted to save 12.9 % of a step (> 5 %)" in failed.stderr  # as the verdict
+    assert "fixing w_print.py:19 is predicted to save 13.3 % of a step (> 5 %)" in failed.stderr  # as the verdict
     assert run("analyze", ROOT / "fixtures/h200/print_deg.sqlite.xz", "--fail-above", "15").returncode == 0
     # one kernel and one sync: no steps, no prediction, so the gate cannot pass
     b = TraceBuilder()

@@ -119,16 +119,16 @@ def test_markdown_summary_is_a_compact_pr_table(tmp_path):
     # sync released the host runs 500 µs a step ahead, and the GPU's 590 + 200 = 790 µs set the step: saving
     # 205 µs, 20.6 % of 995. Steps 1-4 are analysed: step 0 (with a sync) is start-up, 1000 µs long, its
     # GPU idle 10 + 100 + 100 = 210 (21 %); the main loop [1000, 4999] idles 3 * 210 + 209 = 839 µs (21 %).
-    # The saving's likely range, at this one host scale, is 0.9-1.4 times it (AnalysisConfig.saving_ratio):
-    # 184.5-287 µs (0.184 at three decimals: 184.5 is 184.4999... in binary).
+    # The saving's 80 % likely range, uncalibrated, is exp(-0.496) to exp(0.336) times it (LOG_RATIO_QUANTILES):
+    # 124.9-286.8 µs.
     assert text == (
         "### nsync: run.sqlite\n\n"
-        "**fixing train.py:42 would save 0.20 ms per step (20.6 %; likely 0.18-0.29 ms)**\n\n"
+        "**fixing train.py:42 would save 0.20 ms per step (20.6 %; 80 % likely 0.12-0.29 ms)**\n\n"
         "Synthetic GPU · nsys 2025.3.2.0 · 4 steps, median 0.999 ms · GPU idle 0.209 ms/step, "
         "0.203 ms/step exposed after syncs\n\n"
         "| # | call site | what-if saving ms/step | syncs/step | exposed idle ms/step | host wait ms/step | fix |\n"
         "|---:|---|---:|---:|---:|---:|---|\n"
-        "| 1 | `train.py:42` | 0.205 (0.184-0.287) | 1.00 | 0.203 | 0.512 | wait later, on an event |\n"
+        "| 1 | `train.py:42` | 0.205 (0.125-0.287) | 1.00 | 0.203 | 0.512 | wait later, on an event |\n"
         "\n"
         "| phase | time ms | GPU idle | syncs | host wait ms |\n"
         "|---|---:|---:|---:|---:|\n"

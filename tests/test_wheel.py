@@ -120,7 +120,7 @@ def test_installed_terminal_report_reads_at_80_columns_and_knows_its_version(ins
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert max(map(len, done.stdout.splitlines())) <= 80
-    assert "#1 w_print.py:19  step  saving 0.422 ms/step" in done.stdout
+    assert "#1 w_print.py:19  step  saving 0.438 ms/step" in done.stdout
     assert "print(y.sum())" in done.stdout  # the source line, read beside the trace
     version = nsync(installed, elsewhere, "--version")
     declared = re.search(r'^version = "(.+)"', (ROOT / "pyproject.toml").read_text(), re.M)

@@ -45,7 +45,7 @@ def diff_command(
         float | None,
         typer.Option(
             help="Exit 3 when the verdict is a regression and the step time grew by more than PCT %; exit 1 "
-            "when the runs cannot be compared.",
+            "when the runs cannot be compared, or the profiler may hide a regression (verdict unclear).",
             metavar="PCT",
             min=0,
         ),

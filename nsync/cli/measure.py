@@ -45,7 +45,6 @@ from nsync.cli.output import Gate, Outputs, finish, loaded, refuse_with_from, re
 )
 @reported
 def measure_command(
-    ctx: typer.Context,
     baseline: Annotated[str | None, typer.Argument(show_default=False, metavar="A")] = None,
     candidate: Annotated[str | None, typer.Argument(show_default=False, metavar="B")] = None,
     saved: SavedOption = None,
@@ -74,13 +73,14 @@ def measure_command(
     in alternating blocks of optimizer steps (A: as it is, B: fixed), free of the process's own speed, which
     separate runs differ by: a run's change is its pairs of neighbouring blocks', the runs' changes the
     samples."""
+    parameters = dict(locals())
     outputs = Outputs(json=json_path, markdown=markdown_path)
     if saved is not None:
         refuse_with_from(A=baseline, B=candidate)
         result = loaded(saved, nsync.Measurement, outputs)
     else:
         outputs.check()
-        options = nsync.MeasureOptions(**given(ctx, nsync.MeasureOptions, cpus=parse_cpus(cpus)))
+        options = nsync.MeasureOptions(**given(parameters, nsync.MeasureOptions, cpus=parse_cpus(cpus)))
         result = nsync.measure_lines(required(baseline, "A", "the command to time"), candidate, options, say=say)
     gate = Gate("--fail-on-regression", fail_on_regression, nsync.gates.fail_on_slowdown, pass_inconclusive)
     finish(result, outputs, gate=gate)

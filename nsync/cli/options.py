@@ -368,8 +368,9 @@ def parse_size(text: str | None) -> int | None:
     return int(value)
 
 
-def given(ctx: typer.Context, kind: Any, **values: Any) -> dict[str, Any]:
-    """The command's parameters that are fields of ``kind`` (a library's options, named as the flags are), with
-    ``values`` (those the command parsed) over them."""
+def given(parameters: dict[str, Any], kind: Any, **values: Any) -> dict[str, Any]:
+    """The command's ``parameters`` (its ``locals()`` before anything else: typer's converted values, where
+    ``ctx.params`` holds click's, a ``str`` for a ``Path`` under typer 0.27) that are fields of ``kind`` (a
+    library's options, named as the flags are), with ``values`` (those the command parsed) over them."""
     fields = {field.name for field in dataclasses.fields(kind)}
-    return {name: value for name, value in ctx.params.items() if name in fields} | values
+    return {name: value for name, value in parameters.items() if name in fields} | values

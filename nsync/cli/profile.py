@@ -64,7 +64,6 @@ from nsync.errors import Interrupted
 )
 @reported
 def profile_command(
-    ctx: typer.Context,
     target: TargetOption = None,
     module: ModuleOption = None,
     out_dir: OutDirOption = Path("nsync-out"),
@@ -104,8 +103,9 @@ def profile_command(
     PROGRAM is SCRIPT [ARGS]... (a .py file), -m MODULE [ARGS]..., or -- COMMAND [ARGS]... By default the
     program runs 10 optimizer steps, nsys captures the next 40, and the program is then ended: once without
     the profiler first (the calibration run), then under nsys."""
+    parameters = dict(locals())
     config = nsync.AnalysisConfig(step_range=step_range)
-    options = nsync.ProfileOptions(**given(ctx, nsync.ProfileOptions, cpus=parse_cpus(cpus), config=config,
+    options = nsync.ProfileOptions(**given(parameters, nsync.ProfileOptions, cpus=parse_cpus(cpus), config=config,
                                            nsys_arg=tuple(nsys_arg or ())))  # fmt: skip
     outputs = Outputs(json_path, html_path, markdown_path, db_path, suggest_patch, suggest_switch)
     result = nsync.profile(target or [], options, say=say, progress=release, before=outputs.check)

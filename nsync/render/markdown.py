@@ -13,7 +13,7 @@ from nsync.render.measurement import describe, how_measured, samples_of, verdict
 from nsync.render.options import RenderOptions
 from nsync.render.text import ONCE_ROWS, SETTING, diff_headline, edits_said, fixed, likely, printable, printable_all
 from nsync.report import Analysis, Diff, Measurement, Ranks, Result
-from nsync.report.analysis import CallSite
+from nsync.report.analysis import LIKELY, CallSite
 
 
 def cell(value: object) -> str:
@@ -139,15 +139,30 @@ def _sites_table(report: Analysis, sites: list[CallSite]) -> list[str]:
     if more > 0:
         lines += ["", f"{more} more call sites in the full report."]
     lines += _fixes(sites[:FIXES])
+    lines += _fixed_together(report)
     for group in report.read_together:
         saving = group.predicted_saving_ms_per_step
         said, code = edits_said(group.edits)
         span = likely(*group.saving_range_ms)
         lines += ["", f"#### Read together: {code_span(group.where)}"
                   + (f", saving {fixed(saving)} ms/step" if saving is not None else "")
-                  + (f" (likely {span})" if span else ""), ""]  # fmt: skip
+                  + (f" ({LIKELY} {span})" if span else ""), ""]  # fmt: skip
         lines += [f"{prose(group.why)}.", "", f"{said.capitalize()}", "", *fenced(code, "python"), ""]
         lines += [f"> {prose(group.caveat)}"]
+    return lines
+
+
+def _fixed_together(report: Analysis) -> list[str]:
+    """Each fix that removes the syncs of several call sites: what it is, where, and what it saves."""
+    lines = []
+    for group in report.fixed_together:
+        what = f"one setting, {code_span(group.fix)}," if group.kind == "setting" else f"one statement ({group.fix}):"
+        saving = group.predicted_saving_ms_per_step
+        span = likely(*group.saving_range_ms)
+        figure = (f", saving {fixed(saving)} ms/step" if saving is not None else "") + (
+            f" ({LIKELY} {span})" if span else ""
+        )
+        lines += ["", f"#### Fix together: {what} {', '.join(code_span(where) for where in group.sites)}{figure}"]
     return lines
 
 
@@ -179,7 +194,7 @@ def _diff_markdown(result: Diff, options: RenderOptions = RenderOptions()) -> st
         f"**{cell(diff_headline(report))}**",
         "",
     ]
-    lines += [f"> {cell(reason)}" for reason in report.reasons]
+    lines += [f"> {report.verdict} because {cell(reason)}" for reason in report.reasons]
     exposed = report.exposed_idle_ms_per_step
     if exposed.baseline is not None:
         lines += [f"Exposed idle after syncs: {fixed(exposed.baseline)} → {fixed(exposed.candidate)} ms/step", ""]

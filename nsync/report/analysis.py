@@ -23,6 +23,9 @@ from nsync.report.timeline import Timeline
 from nsync.report.typed import NOT_IN_JSON, load_typed, plain
 
 SCHEMA = "nsync.analysis/2"
+# a likely range holds this share of measured savings (nsync.stages.replay.likely fits it)
+LIKELY_COVERAGE = 0.8
+LIKELY = f"{100 * LIKELY_COVERAGE:.0f} % likely"  # how every output names a likely range
 NS_PER_MS = 1e6
 Status = Literal["ok", "no-cuda", "no-gpu-work"]
 
@@ -111,6 +114,9 @@ class Totals:
 
 @dataclass(frozen=True)
 class VerdictFacts:
+    """Whether the largest fix is worth making: its saving, its 80 % likely range, and the chance that it saves
+    at least the threshold (``chance_pct``), which the verdict is read from."""
+
     text: str
     worth_fixing: bool
     largest_saving_ms_per_step: float | None
@@ -118,9 +124,11 @@ class VerdictFacts:
     site: str
     all_syncs_together: bool
     threshold_pct: float
-    largest_saving_ms_per_step_low: float | None = None  # its likely range (AnalysisConfig.saving_ratio)
+    largest_saving_ms_per_step_low: float | None = None  # its 80 % likely range
     largest_saving_ms_per_step_high: float | None = None
-    measure: bool = False  # the range straddles the threshold: neither worth fixing nor not, until measured
+    measure: bool = False  # too near the threshold to say either way: measure it
+    chance_pct: float | None = None  # the chance the fix saves at least threshold_pct of the step
+    fix_scope: str = "call site"  # what the fix removes: call site | reads | statement | setting | loop | together
 
 
 @dataclass(frozen=True)
@@ -195,7 +203,7 @@ class CallSite(Site):
     short_hint: str
     hint: str
     advice: Advice | None = None  # the fix, from the code (None: the hint, from the sync's kind, is all there is)
-    predicted_saving_ms_per_step_low: float | None = None  # the saving's likely range (AnalysisConfig.saving_ratio)
+    predicted_saving_ms_per_step_low: float | None = None  # the saving's 80 % likely range
     predicted_saving_ms_per_step_high: float | None = None
     # a read in a loop of reads (the replay found it): which loop (a loop's sites share it), and what doing the
     # loop's work for all items at once saves
@@ -211,6 +219,32 @@ class CallSite(Site):
     @property
     def loop_saving_range_ms(self) -> tuple[float | None, float | None]:
         return self.loop_saving_ms_per_step_low, self.loop_saving_ms_per_step_high
+
+
+@dataclass(frozen=True)
+class FixedTogether:
+    """Syncs at several call sites that one fix removes (nsync.stages.advice.scopes): a library's setting
+    (``fix`` is the setting) or the reads of one statement (``fix`` names its lines), priced together."""
+
+    kind: str  # setting | statement
+    sites: list[str]  # "file.py:12", by file and line
+    fix: str
+    predicted_saving_ms_per_step: float | None
+    predicted_saving_ms_per_step_low: float | None = None
+    predicted_saving_ms_per_step_high: float | None = None
+
+    @property
+    def saving_range_ms(self) -> tuple[float | None, float | None]:
+        return self.predicted_saving_ms_per_step_low, self.predicted_saving_ms_per_step_high
+
+    @property
+    def where(self) -> str:
+        """The sites, each file named once: "train.py:33,34,35"."""
+        lines: dict[str, list[str]] = {}
+        for site in self.sites:
+            file, _, line = site.rpartition(":")
+            lines.setdefault(file, []).append(line)
+        return ", ".join(f"{file}:{','.join(numbers)}" for file, numbers in lines.items())
 
 
 @dataclass(frozen=True)
@@ -258,6 +292,7 @@ class WhatIfFacts:
     note: str
     saving_ms_all_syncs_low: float | None = None  # the likely range of saving_ms_all_syncs
     saving_ms_all_syncs_high: float | None = None
+    calibration_held: bool = False  # calibrated by a run the replay can explain (False: set aside, or none)
 
     @property
     def saving_ms_all_syncs(self) -> float | None:
@@ -299,6 +334,7 @@ class Analysis:
     per_step: PerStep | None = None
     timeline: Timeline | None = None
     read_together: list[ReadTogether] = dataclasses.field(default_factory=list)
+    fixed_together: list[FixedTogether] = dataclasses.field(default_factory=list)
     tables: AnalysisTables | None = dataclasses.field(default=None, repr=False, compare=False, metadata=NOT_IN_JSON)
     # no figure below is written out: each is derived from those above
 
@@ -323,6 +359,11 @@ class Analysis:
 
     def step_ms_if_read_together(self, group: ReadTogether) -> float | None:
         """The predicted unprofiled step with ``group``'s reads made one."""
+        unprofiled = self.what_if.unprofiled_step_ms if self.what_if else None
+        return _less(unprofiled, group.predicted_saving_ms_per_step)
+
+    def step_ms_if_fixed_together(self, group: FixedTogether) -> float | None:
+        """The predicted unprofiled step with ``group``'s syncs removed by its one fix."""
         unprofiled = self.what_if.unprofiled_step_ms if self.what_if else None
         return _less(unprofiled, group.predicted_saving_ms_per_step)
 

@@ -14,7 +14,7 @@ from nsync.report.typed import NOT_IN_JSON, load_typed, plain
 
 SCHEMA = "nsync.diff/1"
 NOISE_FLOOR_PCT = 2.0  # step-time changes below this never count, however quiet the runs
-DiffVerdict = Literal["regression", "improvement", "no-change", "inconclusive"]
+DiffVerdict = Literal["regression", "improvement", "no-change", "unclear", "inconclusive"]
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,7 @@ class Diff:
 
     schema: str
     verdict: DiffVerdict
-    reasons: list[str]  # why the runs cannot be compared (verdict inconclusive)
+    reasons: list[str]  # why the runs cannot be compared (inconclusive), or a regression not ruled out (unclear)
     baseline: DiffSide
     candidate: DiffSide
     step_ms: StepTimes

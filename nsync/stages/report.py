@@ -16,6 +16,7 @@ from nsync.report.analysis import (
     SCHEMA,
     Analysis,
     CallSite,
+    FixedTogether,
     GpuIdle,
     OnceSite,
     PerStep,
@@ -37,6 +38,7 @@ from nsync.report.fixes import Reads
 from nsync.report.tables import AnalysisTables
 from nsync.report.timeline import Timeline, TimelineCalls, TimelineLead, TimelineOps, TimelineSyncs
 from nsync.stages.advice import ReadGroup
+from nsync.stages.advice.scopes import FixScope
 from nsync.stages.excerpt import TimelineExcerpt
 from nsync.stages.replay import WhatIf
 from nsync.stages.steps import Steps, what_a_step_is
@@ -70,6 +72,7 @@ class StageOutputs:
     phase_sites: pd.DataFrame = field(default_factory=pd.DataFrame)
     verdict: VerdictFacts | None = None
     read_groups: list[ReadGroup] = field(default_factory=list)  # reads one copy would do (what_if prices them)
+    fix_scopes: list[FixScope] = field(default_factory=list)  # fixes of several sites (priced after the reads)
     gpu_uuids: list[str] = field(default_factory=list)  # the physical GPUs the work ran on, where the export says
 
 
@@ -98,6 +101,7 @@ def analysis_result(found: StageOutputs) -> Analysis:
         per_step=_per_step(found),
         timeline=None if found.timeline is None else _timeline(found.timeline),
         read_together=_read_together(found),
+        fixed_together=_fixed_together(found),
         tables=_tables(found),
     )
 
@@ -253,6 +257,28 @@ def _read_together(found: StageOutputs) -> list[ReadTogether]:
     return together
 
 
+def _fixed_together(found: StageOutputs) -> list[FixedTogether]:
+    """Each fix of several call sites, with what the what-if says it saves (its groups after the reads')."""
+    what_if, first, sites = found.what_if, len(found.read_groups), found.callsites
+    at = {int(site): (str(file), int(line)) for site, file, line in zip(sites["site_id"], sites["file"], sites["line"])}
+    savings = what_if.group_saving_ns[first:] if what_if else ()
+    ranges = what_if.group_range_ns[first:] if what_if else ()
+    together = []
+    for k, scope in enumerate(found.fix_scopes):
+        low, high = _ms_range(ranges[k] if k < len(ranges) else None)
+        together.append(
+            FixedTogether(
+                kind=scope.kind,
+                sites=[where(*at[site]) for site in sorted(scope.site_ids, key=at.__getitem__)],
+                fix=scope.fix,
+                predicted_saving_ms_per_step=ns_to_ms(savings[k] if k < len(savings) else None),
+                predicted_saving_ms_per_step_low=low,
+                predicted_saving_ms_per_step_high=high,
+            )
+        )
+    return together
+
+
 def _ms_range(range_ns: tuple[float, float] | None) -> tuple[float | None, float | None]:
     """A likely range in ms; (None, None) where it is unknown."""
     if range_ns is None or not all(math.isfinite(end) for end in range_ns):
@@ -269,6 +295,7 @@ def _what_if(predicted: WhatIf | None) -> WhatIfFacts | None:
         unprofiled_step_ms=ns_to_ms(predicted.unprofiled_step_ns),
         host_scale=round(predicted.host_scale, 4),
         calibrated=predicted.calibrated,
+        calibration_held=predicted.calibration_held,
         calibrated_step_ms=None if predicted.calibrated_step_ns is None else ns_to_ms(predicted.calibrated_step_ns),
         predicted_step_ms_without_syncs=ns_to_ms(predicted.without_syncs_step_ns),
         launch_latency_us=round(predicted.latency_ns / 1e3, 3),

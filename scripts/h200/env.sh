@@ -5,7 +5,7 @@ set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 OUT=${OUT:-/tmp/nsync-h200}
 mkdir -p "$OUT"
-export PYTHONUNBUFFERED=1 PYTHONPATH=$ROOT
+export PYTHONUNBUFFERED=1 PYTHONPATH=$ROOT${PYTHONPATH:+:$PYTHONPATH}
 NSYS=${NSYS:-/opt/nvidia/nsight-compute/2025.3.1/host/target-linux-x64/nsys}
 cd "$ROOT/fixtures/h200"
 

@@ -15,7 +15,7 @@ from nsync.render.source import source_line
 from nsync.render.terminal.layout import ISSUED_AT, SOURCE_LINE, Column, code_lines, fitted_table, packed, table_width
 from nsync.render.text import ONCE_ROWS, SETTING, edits_said, fixed, likely, loop_saving, printable_all
 from nsync.report import Analysis
-from nsync.report.analysis import CallSite, OnceSite, Phase, ReadTogether, where
+from nsync.report.analysis import LIKELY, CallSite, FixedTogether, OnceSite, Phase, ReadTogether, where
 from nsync.source import search_folders
 
 
@@ -91,13 +91,14 @@ def _sites(report: Analysis, options: RenderOptions) -> list[Text | Table | Grou
     parts: list[Text | Table | Group] = [table] if table is not None and not blocks else []
     parts.extend(_blocks(shown, code, per_step, options.verbose, width) if blocks else [])
     parts.extend(line for group in report.read_together for line in _read_together(group, width))
+    parts.extend(_fixed_together(group, width) for group in report.fixed_together)
     what_if = report.what_if
     if what_if and what_if.replayed_step_ms is not None:
         parts.append(
             Text(
                 f"what if: step {fixed(what_if.replayed_step_ms)} ms replayed as captured, "
                 f"{fixed(what_if.unprofiled_step_ms)} ms without the profiler, "
-                f"{fixed(what_if.predicted_step_ms_without_syncs)} ms without any sync ({what_if.note})"
+                f"{fixed(what_if.predicted_step_ms_without_syncs)} ms with every sync's wait released ({what_if.note})"
             )
         )
     if not blocks:  # (a block says its own fix)
@@ -121,7 +122,7 @@ def _blocks(sites: list[CallSite], code: list[str], per_step: bool, verbose: boo
         if saving is not None:
             first.append(f"  saving {fixed(saving)} ms/step")
             span = likely(*site.saving_range_ms)
-            first.append(f" (likely {span})" if span else "")
+            first.append(f" ({LIKELY} {span})" if span else "")
         exposed = site.exposed_idle_ms_per_step if per_step else site.exposed_idle_ms
         wait = site.host_wait_ms_per_step if per_step else site.host_wait_ms
         per = f" · {fixed(site.syncs_per_step, 2)} syncs/step" if per_step else ""
@@ -188,13 +189,27 @@ def _read_together(group: ReadTogether, width: int) -> list[Text]:
     head.append(
         f"  {group.function}"
         + (f"  saving {fixed(saving)} ms/step" if saving is not None else "")
-        + (f" (likely {span})" if span else "")
+        + (f" ({LIKELY} {span})" if span else "")
     )
     said, code = edits_said(group.edits)
     wrap = textwrap.TextWrapper(width, initial_indent="  ", subsequent_indent="  ", break_long_words=False)
     lines = [head, Text(wrap.fill(f"{group.why}.")), Text(f"  {said}")]
     lines += [Text(line, style="green") for line in code_lines(code, "    ", width)]
     return [*lines, Text(wrap.fill(group.caveat))]
+
+
+def _fixed_together(group: FixedTogether, width: int) -> Text:
+    """Syncs of several call sites one fix removes: the fix, its sites, and what it saves."""
+    saving = group.predicted_saving_ms_per_step
+    span = likely(*group.saving_range_ms)
+    what = f"one setting, {group.fix}," if group.kind == "setting" else f"one statement ({group.fix}):"
+    text = (
+        f"fix together: {what} {group.where}"
+        + (f"; saving {fixed(saving)} ms/step" if saving is not None else "")
+        + (f" ({LIKELY} {span})" if span else "")
+    )
+    wrap = textwrap.TextWrapper(width, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False)
+    return Text(wrap.fill(text), style="bold")
 
 
 def _phase_text(phase: Phase) -> str:

@@ -13,7 +13,13 @@ from nsync.render.terminal.layout import ISSUED_AT, Column, fitted_table
 from nsync.render.text import diff_headline, fixed, printable_all
 from nsync.report import Diff
 
-VERDICT_STYLE = {"regression": "bold red", "improvement": "bold green", "no-change": "bold", "inconclusive": "yellow"}
+VERDICT_STYLE = {
+    "regression": "bold red",
+    "improvement": "bold green",
+    "no-change": "bold",
+    "unclear": "yellow",
+    "inconclusive": "yellow",
+}
 
 
 def diff_summary(source: Diff, options: RenderOptions) -> Group:
@@ -23,7 +29,7 @@ def diff_summary(source: Diff, options: RenderOptions) -> Group:
         Text(f"nsync diff {report.baseline.path} → {report.candidate.path}"),
         Text(diff_headline(report), style=VERDICT_STYLE.get(report.verdict, "")),
     ]
-    parts += [Text(f"inconclusive because {reason}", style="yellow") for reason in report.reasons]
+    parts += [Text(f"{report.verdict} because {reason}", style="yellow") for reason in report.reasons]
     columns: list[Column] = [
         ("call site", "where", "left"),
         *([ISSUED_AT] if report.library_frames(top) else []),

@@ -61,7 +61,16 @@ _LIBRARY_FIXES: list[tuple[str, re.Pattern[str], str, str, str, str]] = [
     ),
     (
         "torchmetrics",
-        re.compile(r"\.py:"),
+        re.compile(r"utilities/data\.py:_bincount$"),
+        "data-dependent shape",
+        "the metric counts classes with torch.bincount, which reads the largest value on the host to size its output",
+        "",
+        "no setting of torchmetrics removes it (validate_args does not): update the metric every N steps on the "
+        "batches kept on the GPU, or compute it after the loop",
+    ),
+    (
+        "torchmetrics",
+        re.compile(r":(_\w*validation|_check\w*|_input_format\w*)$"),
         "value read",
         "the metric checks its inputs on the host at each update",
         "Metric(..., validate_args=False)  # torchmetrics' classification metrics",

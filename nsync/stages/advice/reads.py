@@ -144,7 +144,7 @@ def _print(code: _Code) -> _Edit:
     ]
     shown = formatted if len(values) == 1 and isinstance(values[0], ast.JoinedStr) else values
     counter = _loop_counter(code)
-    what = code.text(call)
+    what = code.text(call) if call.lineno == call.end_lineno else f"{code.text(call.func)}(...)"
     why = f"`{what}` formats a CUDA tensor, which copies it to the host and waits for the GPU"
     if counter is not None:
         body = "\n".join("    " + text for text in code.rewritten([]).splitlines())

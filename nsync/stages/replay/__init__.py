@@ -26,18 +26,14 @@ taken in time order (a loop over syncs, never over ops).
 
 from nsync.stages.replay.budget import ReplaySkipped
 from nsync.stages.replay.fit import PROFILED_HOST_SCALE_MAX, HostScaleFit, fit_host_scale, other_scales
+from nsync.stages.replay.likely import COVERAGE, chance_above, likely_range
 from nsync.stages.replay.model import LOOP_BODY_OPS, PROFILER_GAP_NS, ReplayModel, prepare
 from nsync.stages.replay.settings import ReplaySettings
 from nsync.stages.replay.simulate import replay, step_times_ns
-from nsync.stages.replay.whatif import (
-    LoopSaving,
-    WhatIf,
-    priced_callsites,
-    saving_range,
-    what_if,
-)
+from nsync.stages.replay.whatif import LoopSaving, WhatIf, priced_callsites, what_if
 
 __all__ = [
+    "COVERAGE",
     "LOOP_BODY_OPS",
     "PROFILED_HOST_SCALE_MAX",
     "PROFILER_GAP_NS",
@@ -47,12 +43,13 @@ __all__ = [
     "ReplaySettings",
     "ReplaySkipped",
     "WhatIf",
+    "chance_above",
     "fit_host_scale",
+    "likely_range",
     "other_scales",
     "prepare",
     "priced_callsites",
     "replay",
-    "saving_range",
     "step_times_ns",
     "what_if",
 ]

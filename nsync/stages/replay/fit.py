@@ -18,7 +18,7 @@ PROFILED_HOST_SCALE_MAX = 1 / 1.1
 
 class HostScaleFit(NamedTuple):
     """A host scale, how it was found, and whether a calibration bounds it (``held``): not where there is none,
-    nor where its run was slower than the profiler can explain (or its GPU was)."""
+    nor where its run was slower than the profiler can explain (or its GPU was): the what-if sets it aside."""
 
     scale: float
     note: str
@@ -37,7 +37,7 @@ def fit_host_scale(predict: Callable[[float], float], target_ns: float, uncalibr
         return HostScaleFit(
             uncalibrated,
             f"the unprofiled run ({target_ns / 1e6:.3f} ms a step) was slower than the capture replayed at any "
-            f"host speed ({slowest / 1e6:.3f} ms): its GPU ran slower, so the host scale stays {uncalibrated:g}",
+            f"host speed ({slowest / 1e6:.3f} ms): its GPU ran slower than this capture's",
             held=False,
         )
     goal = max(target_ns, fastest) * (1 + FIT_TOLERANCE)
@@ -49,8 +49,7 @@ def fit_host_scale(predict: Callable[[float], float], target_ns: float, uncalibr
             return HostScaleFit(
                 PROFILED_HOST_SCALE_MAX,
                 f"the unprofiled run ({target_ns / 1e6:.3f} ms a step) fits a host slower than the profiler ever "
-                f"leaves one (host scale {low:.3g}): that run's host was slow, so the scale is capped at "
-                f"{PROFILED_HOST_SCALE_MAX:.3g} and the likely range takes in the uncalibrated host scales",
+                f"leaves one (host scale {low:.3g}): that run's host was slower than this capture's",
                 held=False,
             )
         return HostScaleFit(low, f"the replay matches its unprofiled step ({target_ns / 1e6:.3f} ms)")
@@ -77,8 +76,8 @@ def scale_weights(count: int) -> np.ndarray:
     from linear in the host's speed (it peaks where host and GPU balance and falls off on either side), and a
     measured saving is a mean over steps and runs whose host speed varies. With one scale each side: three-point
     Gauss-Hermite for a run's step spread log-normally by RUN_STEP_SPREAD, the nodes at the range's ends
-    (each end's weight RUN_STEP_SPREAD² / (2 ln² RANGE_END_STEP)); more scales (a calibration that did not hold
-    adds the uncalibrated range's) share the same rest. fixtures/h200/README.md, "The point"."""
+    (each end's weight RUN_STEP_SPREAD² / (2 ln² RANGE_END_STEP)); uncalibrated, the ends of the range of scales
+    fitted on real and lab programs take their place. fixtures/h200/README.md, "The point"."""
     if count == 1:
         return np.ones(1)
     return np.array([FITTED_SCALE_WEIGHT] + [(1 - FITTED_SCALE_WEIGHT) / (count - 1)] * (count - 1))

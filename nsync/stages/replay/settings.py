@@ -1,4 +1,4 @@
-"""How the what-if replays a trace: the host scales, the calibration it is fitted to, the likely range's ratio."""
+"""How the what-if replays a trace: the host scales and the calibration it is fitted to."""
 
 from __future__ import annotations
 
@@ -11,13 +11,11 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class ReplaySettings:
-    """How to replay: the uncalibrated host scale and the other scales replayed beside it (``scale_range``), the
-    likely range's ratio to the savings' span (AnalysisConfig.saving_ratio), and, calibrated, the program's
-    unprofiled steps the host scale is fitted to, their runs, how much faster or slower another run's step may
-    be (``spread``) and its host (``host_speed_spread``)."""
+    """How to replay: the uncalibrated host scale and the other scales replayed beside it (``scale_range``), and,
+    calibrated, the program's unprofiled steps the host scale is fitted to, their runs, how much faster or slower
+    another run's step may be (``spread``) and its host (``host_speed_spread``)."""
 
     host_scale: float
-    saving_ratio: tuple[float, float] = (1.0, 1.0)
     scale_range: tuple[float, ...] = ()
     calibrated_steps_ns: np.ndarray | None = None
     calibration_runs: int = 1

@@ -1,6 +1,11 @@
-"""The what-if: each call site, each group of reads, each loop of reads and all syncs released in turn, every
-replay at each host scale the run may have had, each saving's point (the scales' weighted mean) and its likely
-range computed here, once."""
+"""The what-if: each call site, each group of syncs one fix removes, each loop of reads and all syncs released in
+turn, every replay at each host scale the run may have had, each saving's point (the scales' weighted mean) and
+its likely range (likely.py) computed here, once.
+
+A replayed step time is the mean over the replayed steps but the first (the span of their GPU work over their
+count): a released wait lets the host issue its work earlier, never later, so no saving is negative; a median
+could be, where steps alternate (two optimizers an iteration) and the released run shifts which half it falls
+in."""
 
 from __future__ import annotations
 
@@ -13,6 +18,7 @@ import pandas as pd
 from nsync.report.tables import LOOP_COLUMNS, SAVING_COLUMNS
 from nsync.stages.replay.budget import Budget, ReplaySkipped, budget_of
 from nsync.stages.replay.fit import HostScaleFit, fit_host_scale, other_scales, scale_weights
+from nsync.stages.replay.likely import likely_range
 from nsync.stages.replay.model import ReplayModel, loop_sites, prepare
 from nsync.stages.replay.settings import ReplaySettings
 from nsync.stages.replay.simulate import replay, step_times_ns
@@ -28,8 +34,8 @@ Range = tuple[float, float]
 
 
 class LoopSaving(NamedTuple):
-    """A loop of reads done for all its items at once: its call sites, the saving per step and its likely range
-    (never below zero: loop_saving), and the loop's reads per replayed step."""
+    """A loop of reads done for all its items at once: its call sites, the saving per step (loop_saving) and its
+    likely range, and the loop's reads per replayed step."""
 
     sites: tuple[int, ...]
     saving_ns: float
@@ -41,7 +47,7 @@ class LoopSaving(NamedTuple):
 class WhatIf:
     """Predicted step times: the trace replayed as captured, then with the host's time scaled back to an
     unprofiled run (``host_scale``) as it is, without each call site's syncs, and without any. Each saving is
-    its mean over the host ``scales``; each ``*_range_ns`` its likely range (saving_range)."""
+    its mean over the host ``scales``; each ``*_range_ns`` its 80 % likely range (likely_range, on ``basis``)."""
 
     replayed_step_ns: float  # as captured: checks the model against the trace itself
     unprofiled_step_ns: float  # as it is, host time scaled
@@ -64,6 +70,7 @@ class WhatIf:
     host_speed_steps_ns: tuple[float, float] | None = None
     calibration_runs: int = 1  # the calibration's runs (their steps pooled)
     loops: tuple[LoopSaving, ...] = ()  # each loop of reads done for all its items at once
+    calibration_held: bool = False  # calibrated, by a run the replay can explain (else it was set aside)
 
     @property
     def all_syncs_saving_ns(self) -> float:
@@ -72,6 +79,11 @@ class WhatIf:
     @property
     def calibrated(self) -> bool:
         return self.calibrated_steps_ns is not None
+
+    @property
+    def basis(self) -> str:
+        """What the likely ranges rest on: "calibrated" (a calibration that held) or "uncalibrated"."""
+        return "calibrated" if self.calibration_held else "uncalibrated"
 
     @property
     def between_runs_pct(self) -> float:
@@ -84,11 +96,16 @@ class WhatIf:
 
     @property
     def calibrated_step_ns(self) -> float | None:
-        """The program's median unprofiled step, which the host scale was fitted to."""
-        return None if self.calibrated_steps_ns is None else _median(self.calibrated_steps_ns)
+        """The program's mean unprofiled step (but the first), which the host scale was fitted to."""
+        return None if self.calibrated_steps_ns is None else _mean_after_first(self.calibrated_steps_ns)
 
     @property
     def note(self) -> str:
+        if self.calibrated and not self.calibration_held:
+            return (
+                f"calibration set aside for the savings: {self.calibration_note}; the step as it is at host scale "
+                f"{self.host_scale:.3g}, the savings at {self.scales[0]:g} as uncalibrated; savings are estimates"
+            )
         if self.calibrated:
             return (
                 f"calibrated: host time scaled by {self.host_scale:.3g}, fitted to this program's unprofiled run "
@@ -100,26 +117,15 @@ class WhatIf:
         )
 
 
-def saving_range(least: Any, largest: Any, ratio: tuple[float, float]) -> tuple[Any, Any]:
-    """A predicted saving's likely range: from ``ratio[0]`` times the least it is at any host scale the run
-    may have had to ``ratio[1]`` times the largest (AnalysisConfig.saving_ratio), in their unit; numbers or
-    arrays of them (NaN stays NaN)."""
-    ends = [np.multiply(value, r) for value in (least, largest) for r in ratio]
-    return np.minimum.reduce(ends), np.maximum.reduce(ends)
-
-
-def loop_saving(
-    kept_ns: np.ndarray, vectorised_ns: np.ndarray, weights: np.ndarray
-) -> tuple[float, tuple[float, float]]:
-    """A loop's saving and its span, from its replays at each host scale (the fitted first) with its reads
+def loop_saving(kept_ns: np.ndarray, vectorised_ns: np.ndarray, weights: np.ndarray) -> float:
+    """A loop's saving, from its replays at each host scale (the fitted first) with its reads
     released (``kept_ns``: the loop stays) and with the loop vectorised (``vectorised_ns``: its host time gone at
     the host scale). The fix takes away at least the reads' waits and at most the whole loop; but nsys slows a
     loop of CUDA calls more than the rest of the host that the host scale is fitted to, so the whole loop at the
     host scale overstates it (+34 to +98 % on the vectorised fixes measured: fixtures/h200/README.md). The
     point lies LOOP_GONE_SHARE of the way from the first to the second, its mean over the host scales
-    (``weights``: scale_weights); the span runs from the least of the two to the largest."""
-    between = kept_ns + LOOP_GONE_SHARE * (vectorised_ns - kept_ns)
-    return float(weights @ between), (float(min(kept_ns.min(), between.min())), float(vectorised_ns.max()))
+    (``weights``: scale_weights)."""
+    return float(weights @ (kept_ns + LOOP_GONE_SHARE * (vectorised_ns - kept_ns)))
 
 
 def _median(values: np.ndarray) -> float:
@@ -127,9 +133,16 @@ def _median(values: np.ndarray) -> float:
     return float(np.median(values)) if len(values) else float("nan")
 
 
+def _mean_after_first(values: np.ndarray) -> float:
+    """The mean of the steps after the first: the first replayed step starts cold (no step before it is
+    replayed), so a fix that shortens only what follows a step's start would seem to miss it."""
+    values = values[1:][np.isfinite(values[1:])]
+    return float(np.mean(values)) if len(values) else float("nan")
+
+
 class _Replays:
     """The replays of one model, each made once (the fits and the savings share the trace as it is, a loop of one
-    site its kept replay with the site's), as the median replayed step."""
+    site its kept replay with the site's), as the mean replayed step (_mean_after_first)."""
 
     def __init__(self, model: ReplayModel) -> None:
         self.model = model
@@ -139,7 +152,8 @@ class _Replays:
     def step_ns(self, released: np.ndarray, scale: float, vectorised: bool = False) -> float:
         key = (np.packbits(released).tobytes(), scale, vectorised)
         if key not in self.done:
-            self.done[key] = _median(step_times_ns(self.model, replay(self.model, released, scale, vectorised)))
+            ends = replay(self.model, released, scale, vectorised)
+            self.done[key] = _mean_after_first(step_times_ns(self.model, ends))
         return self.done[key]
 
     def as_is_ns(self, scale: float) -> float:
@@ -161,14 +175,21 @@ class _Replays:
 
 
 def _host_scales(replays: _Replays, settings: ReplaySettings) -> tuple[HostScaleFit, tuple[float, ...]]:
-    """The host scale (fitted to the calibration's median step, where there is one) and every scale replayed,
-    the fitted first."""
-    target_ns = None if settings.calibrated_steps_ns is None else _median(settings.calibrated_steps_ns)
+    """The host scale (fitted to the calibration's mean step, where there is one) and the scales the savings
+    are replayed at, the first the one they are centred on. A calibration run the replay cannot explain (slower
+    than any host the profiler leaves, or its GPU slower) is set aside for the savings: they are replayed at the
+    uncalibrated scales (on the tuning part of the ground truth its capped fit missed by more on six cases of
+    eight: docs/accuracy.md), while the step as it is stays the capped fit's, the nearest the replay comes to
+    the step that run measured."""
+    steps_ns = settings.calibrated_steps_ns
+    target_ns = None if steps_ns is None else _mean_after_first(steps_ns)  # (like the replayed steps)
     fit = HostScaleFit(settings.host_scale, "", held=False)  # uncalibrated
     if target_ns is not None:
         fit = fit_host_scale(replays.as_is_ns, target_ns, settings.host_scale)
-    others = other_scales(replays.as_is_ns, fit, target_ns, settings.spread, settings.scale_range)
-    return fit, (fit.scale, *others)
+    centre, target_ns = (fit.scale, target_ns) if fit.held else (settings.host_scale, None)
+    centred = fit._replace(scale=centre)
+    others = other_scales(replays.as_is_ns, centred, target_ns, settings.spread, settings.scale_range)
+    return fit, (centre, *others)
 
 
 @dataclass(frozen=True)
@@ -213,8 +234,7 @@ def what_if(
     released together), the syncs of ``own_sites`` (the program's own code; all sites if None), each loop of
     reads of the program's own code, and all syncs at once; ReplaySkipped says why not. ``syncs``: every
     detected sync, with ``site_id``. Every replay is made at each host scale the run may have had
-    (``settings``): a saving's point is their weighted mean (scale_weights), its range their span times
-    ``settings.saving_ratio``."""
+    (``settings``): a saving's point is their weighted mean (scale_weights), its range likely_range's."""
     groups = groups or []
     if steps.count < 2:
         raise ReplaySkipped("what-if replay needs steps")
@@ -227,12 +247,13 @@ def what_if(
     fit, scales = _host_scales(replays, settings)
     # the budget again with the host scales the fit left (the span was chosen for the most it could leave)
     sites, loops = _chosen(model, callsites, own_sites, budget.sites_fit(len(scales), len(groups)))
-    saved = _Savings(replays, _cases(model, sites, groups, own_sites, loops), scales, settings.saving_ratio)
+    basis = "calibrated" if fit.held else "uncalibrated"
+    saved = _Savings(replays, _cases(model, sites, groups, own_sites, loops), scales, basis)
     group_cases = [saved.of(("group", k)) for k in range(len(groups))]
     return WhatIf(
         replayed_step_ns=as_captured,
-        unprofiled_step_ns=saved.as_is_ns,
-        without_syncs_step_ns=saved.as_is_ns - saved.of(("all",))[0],
+        unprofiled_step_ns=(as_is := replays.as_is_ns(fit.scale)),
+        without_syncs_step_ns=as_is - saved.of(("all",))[0],
         saving_ns={site: saved.of(("site", site))[0] for site in sites},
         saving_range_ns={site: saved.of(("site", site))[1] for site in sites},
         latency_ns=model.latency_ns,
@@ -250,6 +271,7 @@ def what_if(
         host_speed_steps_ns=_host_speed_steps(replays, fit.scale, budget, settings),
         calibration_runs=settings.calibration_runs,
         loops=tuple(saved.loop(loop, reads) for loop, reads in loops.items()),
+        calibration_held=fit.held,
     )
 
 
@@ -270,34 +292,31 @@ def _chosen(
 
 class _Savings:
     """What each case of the what-if saves at each host scale (rows) against the step as it is: its point (the
-    scales' weighted mean, scale_weights) and its likely range (their span times the ratio, saving_range)."""
+    scales' weighted mean, scale_weights) and its likely range (likely_range on ``basis``)."""
 
-    def __init__(
-        self, replays: _Replays, cases: dict[Any, _Case], scales: tuple[float, ...], ratio: tuple[float, float]
-    ) -> None:
+    def __init__(self, replays: _Replays, cases: dict[Any, _Case], scales: tuple[float, ...], basis: str) -> None:
         as_is = np.array([[replays.as_is_ns(scale)] for scale in scales])
         stepped = np.array(
             [[replays.step_ns(c.released, scale, c.vectorised) for c in cases.values()] for scale in scales]
         )
-        self.as_is_ns = float(as_is[0, 0])
         self.saved = as_is - stepped  # per scale (rows), per case (columns)
         self.column = {name: k for k, name in enumerate(cases)}
         self.weights = scale_weights(len(scales))
-        self.point = self.weights @ self.saved  # each saving's mean over the host scales
-        least, largest = saving_range(self.saved.min(axis=0), self.saved.max(axis=0), ratio)
+        self.point = self.weights @ self.saved  # each saving's mean over the host scales (none below 0: above)
+        self.basis = basis
+        least, largest = likely_range(self.point, basis)
         self.ranges = list(zip(least.tolist(), largest.tolist()))
-        self.ratio = ratio
 
     def of(self, name: Any) -> tuple[float, Range]:
         """The saving of the case ``name`` and its likely range."""
         return float(self.point[self.column[name]]), self.ranges[self.column[name]]
 
     def loop(self, sites: tuple[int, ...], reads: float) -> LoopSaving:
-        """A loop done at once, from its two replays: its saving, and its range never below zero."""
+        """A loop done at once, from its two replays: its saving and its likely range."""
         kept = self.saved[:, self.column[("loop", sites, "kept")]]
         vectorised = self.saved[:, self.column[("loop", sites, "vectorised")]]
-        saving, (least, largest) = loop_saving(kept, vectorised, self.weights)
-        low, high = saving_range(np.maximum(least, 0.0), np.maximum(largest, 0.0), self.ratio)
+        saving = loop_saving(kept, vectorised, self.weights)
+        low, high = likely_range(saving, self.basis)
         return LoopSaving(sites, saving, (float(low), float(high)), reads)
 
 
