@@ -40,18 +40,37 @@ class CalibrationRun:
         """It exited with an error of its own (not ended by nsync after its window)."""
         return self.exit_code != 0 and not (self.window is not None and self.window.ended_program)
 
+    @property
+    def failed_at_once(self) -> str | None:
+        """The exception that ended it before its first step (no optimizer step, no window by the clock, nothing
+        timed): a SyntaxError, an ImportError; None where it did not (a program may exit with a code of its own)."""
+        seen = self.window
+        if not self.failed or seen is None or self.calibration is not None or seen.optimizer_steps or seen.opened_by:
+            return None
+        return seen.uncaught
+
+    @property
+    def nothing_on_a_gpu(self) -> bool:
+        """nsync ended it for using no CUDA within its window's wait, or its window opened (nsync.step()) in a
+        program that never imported torch."""
+        seen = self.window
+        return seen is not None and (seen.no_cuda or (seen.opened_by is not None and not seen.torch))
+
 
 def run_calibration(
-    command: Sequence[str], target: Path, say: Say, window: CaptureWindow | None = None
+    command: Sequence[str], target: Path, say: Say, window: CaptureWindow | None = None, stdout: int | None = None
 ) -> CalibrationRun | None:
     """Run ``command`` without the profiler, timing its steps; with ``window``, ended after it as the capture
-    will be. The program's output goes where it would; None (and a note) when it could not start. The
-    timings are not written: :func:`write_calibration` does that for what the capture will hold."""
+    will be. The program's output goes where it would (``stdout``: a file descriptor instead); None (and a
+    note) when it could not start. The timings are not written: :func:`write_calibration` does that for what
+    the capture will hold."""
     try:
-        run = timed_run(command, window)
+        run = timed_run(command, window, stdout)
     except OSError as err:
         say(f"note: calibration run could not start ({err.strerror}): predictions will be uncalibrated")
         return None
+    if run.failed_at_once or run.nothing_on_a_gpu:
+        return run  # (nsync.profile stops, saying why)
     if run.failed:
         say(f"note: the calibration run exited with code {run.exit_code}")
     if run.calibration is None:

@@ -14,6 +14,18 @@ class UsageError(NsyncError):
     exit_code = 2
 
 
+class NoCudaUsed(UsageError):
+    """The program used no CUDA within the capture window's wait: there is nothing on a GPU to capture."""
+
+
+class ProgramFailed(NsyncError):
+    """The program failed before its first step, in the calibration run: nsync stops with its exit code."""
+
+    def __init__(self, message: str, exit_code: int) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
 class TraceError(NsyncError):
     """The input file cannot be analysed (not SQLite, not nsys, damaged)."""
 
@@ -55,7 +67,8 @@ EXIT_CODES: dict[int, str] = {
     0: "success (a trace with no CUDA activity is a success too)",
     1: "unusable input: not SQLite, not an nsys export, truncated or unreadable; out of memory; or a CI gate that "
     "cannot judge",
-    2: "usage error: bad option or argument, missing file, an option that needs a package not installed",
+    2: "usage error: bad option or argument, missing file, an option that needs a package not installed; "
+    "nsync profile of a program that used no CUDA within --wait-for-steps seconds",
     3: "a CI gate failed: nsync diff --fail-on-regression (the candidate regressed), nsync measure "
     "--fail-on-regression (B measured slower) or nsync analyze --fail-above (a sync costs more than PCT % of a step)",
     4: "nsys could not be found or failed (also: a `.nsys-rep` it could not export)",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -14,7 +15,7 @@ from nsync.calibration import Calibration, beside, pooled, write_calibration
 from nsync.calibration_run import CalibrationRun, pinned, run_calibration
 from nsync.commands import build_command, output_name
 from nsync.config import AnalysisConfig
-from nsync.errors import NsysError, UsageError
+from nsync.errors import NoCudaUsed, NsysError, ProgramFailed, UsageError
 from nsync.nsys import (
     CaptureOptions,
     CaptureResult,
@@ -25,11 +26,12 @@ from nsync.nsys import (
     find_nsys,
     run_capture,
 )
-from nsync.nsys.window import CaptureWindow, is_python, window_of
+from nsync.nsys.window import CaptureWindow, is_python, no_cuda_said, no_torch_said, window_of
 from nsync.render.options import RenderOptions
 from nsync.render.patch import SWITCH, render_switch
 from nsync.report import Analysis
 from nsync.settings import setting
+from nsync.words import counted
 
 Say = Callable[[str], None]
 CAPTURE_RANGES = ("cudaProfilerApi", "nvtx")
@@ -68,8 +70,12 @@ class ProfileOptions:
     python: str | None = None
     config: AnalysisConfig = field(default_factory=AnalysisConfig)  # the analysis's (its step_range: --step-range)
     rerun_whole_s: float = CaptureWindow.rerun_whole_s  # a program that ends before its window this soon: rerun whole
+    program_output: str = "stdout"  # where the program's own stdout goes: "stdout", or "stderr" (JSON on stdout)
+    label_runs: bool = False  # a line before each run's output, where it goes: which run it is
 
     def __post_init__(self) -> None:
+        if self.program_output not in ("stdout", "stderr"):
+            raise UsageError(f"{setting('ProfileOptions.program_output')} must be stdout or stderr")
         if self.capture_range not in (None, *CAPTURE_RANGES):
             raise UsageError(
                 f"{setting('ProfileOptions.capture_range')} must be cudaProfilerApi or nvtx, not {self.capture_range!r}"
@@ -105,6 +111,7 @@ class ProfileOptions:
             keep_report=self.keep_report,
             step_marks=self.step_marks,
             window=window,
+            program_output=self.program_output,
         )
 
 
@@ -136,7 +143,7 @@ def _capture(nsys: Nsys, command: Sequence[str], options: CaptureOptions, tell: 
     try:
         return run_capture(nsys, command, options, tell)
     except NsysFailedFirst as again:
-        raise NsysError(f"{again}, twice: run again, or see whether another nsys holds the machine") from None
+        raise NsysError(f"{again} (tried twice){'' if again.running else ': run again'}") from None
 
 
 def profile(
@@ -175,6 +182,7 @@ def profile(
         tell(f"running the program on CPUs {', '.join(map(str, sorted(options.cpus)))}")
     with pinned(options.cpus):
         capture, calibration = _calibrated(command, capture, options, tell)
+        _label(options, "the capture (under nsys)")
         captured = _captured(nsys, command, capture, tell)
     _said_window(captured, capture.window, tell)
     assert captured.report is not None
@@ -201,12 +209,41 @@ def _calibrated(
         "calibration run: the program once without the profiler, to time its own steps "
         f"({setting('ProfileOptions.calibrate=False')} skips it)"
     )
-    run = run_calibration(command, target, tell, capture.window)
+    _label(options, "the calibration run (without the profiler)")
+    run = run_calibration(command, target, tell, capture.window, _fd(options.program_output))
     if run is None:
         return capture, None
+    _stop_where_nothing_runs(run, capture.window)
     capture = _after_calibration(capture, run, tell)
     more = _more_runs(run.calibration, options.calibration_runs, command, capture, target, tell)
     return capture, _kept(more, target, tell)
+
+
+def _fd(program_output: str) -> int | None:
+    """The file descriptor the program's stdout goes to (None: where ours does)."""
+    return 2 if program_output == "stderr" else None
+
+
+def _label(options: ProfileOptions, run: str) -> None:
+    """Which run the output below is of, where the program's output goes (a pipe or a log shows both runs)."""
+    if options.label_runs:
+        stream = sys.stderr if options.program_output == "stderr" else sys.stdout
+        stream.write(f"-- nsync: the program's output in {run} --\n")
+        stream.flush()
+
+
+def _stop_where_nothing_runs(run: CalibrationRun, window: CaptureWindow | None) -> None:
+    """Stop before the capture where it would run for nothing: a program that used no CUDA (it would run
+    unbounded again), or one that failed before its first step (it would fail again, under nsys)."""
+    if run.failed_at_once:
+        raise ProgramFailed(
+            f"the program ended on {run.failed_at_once} in its calibration run, before its first step (exit code "
+            f"{run.exit_code}): nothing to capture (its own output says why)",
+            run.exit_code,
+        )
+    if window is not None and run.window is not None and run.nothing_on_a_gpu:
+        which = "its calibration run"
+        raise NoCudaUsed(no_cuda_said(window, which) if run.window.no_cuda else no_torch_said(which))
 
 
 def _captured(nsys: Nsys, command: Sequence[str], capture: CaptureOptions, tell: Say) -> CaptureResult:
@@ -221,8 +258,8 @@ def _captured(nsys: Nsys, command: Sequence[str], capture: CaptureOptions, tell:
         if took_s > capture.window.rerun_whole_s:
             raise
         tell(
-            f"the program ended after {never.seen.optimizer_steps} optimizer step(s) in {took_s:.1f} s, before "
-            "its capture window opened: capturing its whole run instead"
+            f"the program ended after {counted(never.seen.optimizer_steps, 'optimizer step')} in {took_s:.1f} s, "
+            "before its capture window opened: capturing its whole run instead"
         )
         return run_capture(nsys, command, replace(capture, window=None), tell)
 
@@ -278,8 +315,8 @@ def _after_calibration(options: CaptureOptions, run: CalibrationRun, tell: Say) 
     window, seen = options.window, run.window
     if window is not None and seen is not None and not seen.complete(window):
         tell(
-            f"the program ended on its own after {seen.optimizer_steps} optimizer step(s) in {run.wall_s:.1f} s, "
-            f"before the window's {window.warmup_steps + window.steps}: capturing its whole run"
+            f"the program ended on its own after {counted(seen.optimizer_steps, 'optimizer step')} in "
+            f"{run.wall_s:.1f} s, before the window's {window.warmup_steps + window.steps}: capturing its whole run"
         )
         return replace(options, window=None)
     ended = " (ended after the window)" if seen is not None and seen.ended_program else ""
@@ -304,7 +341,7 @@ def _more_runs(
     timings = [held(first)]
     for k in range(2, runs + 1):
         tell(f"calibration run {k} of {runs}")
-        run = run_calibration(command, target, tell, options.window)
+        run = run_calibration(command, target, tell, options.window, _fd(options.program_output))
         if run is None or run.calibration is None:
             break
         timings.append(held(run.calibration))

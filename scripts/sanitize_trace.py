@@ -11,9 +11,22 @@ fifth of a fixture's size goes).
 trace's own clock) goes, with the backtraces only they used. Say so wherever the fixture is described.
 """
 
+import re
 import sqlite3
 import sys
 from pathlib import Path
+
+ENV_ENTRY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+ENV_VARIABLE = re.compile(r"[A-Z_][A-Z0-9_]*=\S")
+
+
+def is_environment(value: object) -> bool:
+    """An environment block ("OLDPWD=/x\\0CUDA_HOME=/usr/local/cuda\\0...") or one variable ("CUDA_HOME=/usr")."""
+    if not isinstance(value, str):
+        return False
+    entries = value.split("\0")
+    return bool(ENV_VARIABLE.match(value)) or (len(entries) > 1 and any(ENV_ENTRY.match(e) for e in entries))
+
 
 UNREAD_TABLES = ("COMPOSITE_EVENTS", "SAMPLING_CALLCHAINS", "OSRT_API", "OSRT_CALLCHAINS", "SCHED_EVENTS")
 TIMED_TABLES = (
@@ -32,6 +45,10 @@ if "TARGET_INFO_SYSTEM_ENV" in tables:
 if "META_DATA_CAPTURE" in tables:
     conn.execute("DELETE FROM META_DATA_CAPTURE WHERE name LIKE 'PROCESS_%:ENVIRONMENT%'")
 conn.execute("UPDATE StringIds SET value = '' WHERE value LIKE '%PATH=%' OR value LIKE '%HOME=%'")
+# nsys keeps each process's environment as one NUL-separated string (SQLite's LIKE stops at the first NUL) and
+# some variables alone: read in Python, blanked by id
+environment = [(i,) for i, value in conn.execute("SELECT id, value FROM StringIds") if is_environment(value)]
+conn.executemany("UPDATE StringIds SET value = '' WHERE id = ?", environment)
 conn.execute("UPDATE StringIds SET value = replace(value, ?, ?)", (capture_dir, replacement))
 for table in ("META_DATA_CAPTURE", "META_DATA_EXPORT"):
     if table in tables:  # names from this fixed list, not from the trace

@@ -31,12 +31,13 @@ FLAGS = [
 _CONSOLE = re.compile(r":CONSOLE[:(]\d*\)?\] (.*)")
 
 
-def load(page: Path) -> tuple[str, list[str]]:
-    """(DOM after load, console messages). The page gets no network: it must be self-contained."""
+def load(page: Path, *flags: str) -> tuple[str, list[str]]:
+    """(DOM after load, console messages); ``flags``: Chromium's more (``--window-size=1280,900``). The page
+    gets no network: it must be self-contained."""
     assert CHROMIUM, "chromium must be installed in CI: run make system-deps"
     with tempfile.TemporaryDirectory() as profile:
         done = subprocess.run(
-            [CHROMIUM, *FLAGS, f"--user-data-dir={profile}", "--dump-dom", page.resolve().as_uri()],
+            [CHROMIUM, *FLAGS, *flags, f"--user-data-dir={profile}", "--dump-dom", page.resolve().as_uri()],
             capture_output=True,
             text=True,
             timeout=120,

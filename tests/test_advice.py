@@ -501,3 +501,14 @@ def test_a_copy_to_pageable_memory_the_line_does_not_write_is_made_inside_the_ca
     else:
         assert advice.short == short
         assert advice.caveat.startswith("pinning does not reach") == (copy == "DtoH")
+
+
+def test_a_rewrite_that_makes_both_branches_alike_drops_the_condition(tmp_path: Path) -> None:
+    """issue 47: fixtures/real/compiled_train's switched line was told to become
+    `losses.append(loss.detach() if timer.degraded() else loss.detach())`."""
+    path = tmp_path / "train.py"
+    path.write_text("for step in range(3):\n    losses.append(loss.item() if timer.degraded() else loss.detach())\n")
+    code = read_code(str(path), 2)
+    assert code is not None
+    advice = advise_code(code, str(path))
+    assert advice.rewrite == "    losses.append(loss.detach())"

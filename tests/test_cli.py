@@ -250,3 +250,18 @@ def test_a_closed_pipe_after_the_first_line_of_help_exits_0() -> None:
             capture_output=True, text=True, timeout=60,
         )  # fmt: skip
         assert shell.stdout.strip() == "0"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", [["analyze", "nosuch.sqlite"], ["diff", "nosuch.sqlite", "other.sqlite"]])
+def test_a_missing_trace_is_said_before_pandas_loads(tmp_path, command):
+    """issue 47: `nsync analyze nosuch.sqlite` took a second, pandas and pyarrow imported before the path was
+    looked at."""
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "nsync", *command], capture_output=True, text=True, cwd=tmp_path,
+        timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[-1] == "nsync: error: nosuch.sqlite: no such file"
+    imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    assert "pandas" not in imported and "pyarrow" not in imported

@@ -97,3 +97,29 @@ def test_an_export_without_metadata_says_it_is_outside_the_supported_range(edite
 def test_gpu_names_come_from_either_gpu_table(edited, statements: list[str]) -> None:
     data = json.loads(run("analyze", edited(*statements), "--json", "-").stdout)
     assert data["trace"]["gpus"] == ["NVIDIA H200"]
+
+
+@pytest.mark.slow
+def test_python_frames_with_an_impossible_frame_count_are_named_not_read_silently(tmp_path: Path, h200) -> None:
+    """issue 47: a Python-frames blob (NVTX_EVENTS.binaryData) whose frame count is impossible was read as no
+    frames, without a word. Every blob of a real H200 export gets 2**32 - 1 frames: each is named damaged."""
+    import struct
+
+    from nsync import analyze
+
+    copy = tmp_path / "frames-damaged.sqlite"
+    shutil.copy(h200("print_deg"), copy)
+    with sqlite3.connect(copy) as conn:
+        rows = conn.execute("SELECT rowid, binaryData FROM NVTX_EVENTS WHERE binaryData IS NOT NULL").fetchall()
+        damaged = []
+        for rowid, blob in rows:
+            offset = struct.unpack_from("<Q", blob, 24)[0]  # the first payload's offset (after its count and id, size)
+            blob = bytearray(blob)
+            struct.pack_into("<I", blob, offset + 12, 0xFFFFFFFF)  # its frame count
+            damaged.append((bytes(blob), rowid))
+        conn.executemany("UPDATE NVTX_EVENTS SET binaryData = ? WHERE rowid = ?", damaged)
+    assert len(damaged) > 100
+    result = analyze(copy, calibration=None)
+    (warning,) = [w for w in result.warnings if w.code == "damaged-frames"]
+    assert warning.message.startswith(f"{len(damaged)} Python backtraces of the export cannot be read")
+    assert all(site.callsite_source != "python-backtrace" for site in result.callsites)

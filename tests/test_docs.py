@@ -84,3 +84,11 @@ def test_the_changelog_names_this_version() -> None:
     from nsync.version import installed_version
 
     assert f"## {installed_version()}" in (ROOT / "CHANGELOG.md").read_text()
+
+
+def test_counts_say_one_in_the_singular() -> None:
+    """issue 47: "1 syncs", "0 optimizer step(s)"."""
+    from nsync.words import counted
+
+    assert [counted(n, "sync") for n in (0, 1, 2)] == ["0 syncs", "1 sync", "2 syncs"]
+    assert counted(1, "copy", "copies") == "1 copy" and counted(3, "copy", "copies") == "3 copies"

@@ -72,10 +72,12 @@ def test_nsys_that_fails_before_the_program_starts_is_tried_once_more(tmp_path: 
     assert (tmp_path / "bin/calls").read_text().splitlines() == ["profile", "profile"]
     assert not (tmp_path / "ran.txt").exists()  # nothing of the program ran, either time
     assert "before the program started: trying once more" in done.stderr
-    assert done.stderr.rstrip().splitlines()[-1] == (
-        "nsync: error: nsys exited with code 1 and wrote no report (nsync-out/job.nsys-rep) before the program "
-        "started, twice: run again, or see whether another nsys holds the machine"
+    last = done.stderr.rstrip().splitlines()[-1]
+    assert last.startswith(
+        "nsync: error: nsys exited with code 1 and wrote no report (nsync-out/job.nsys-rep) before the program started"
     )
+    # (what follows says whether another nsys runs: one of another job on this machine may)
+    assert last.endswith(("started (tried twice): run again", "then run again (tried twice)"))
 
 
 def test_nsys_that_fails_once_the_program_has_started_is_not_tried_again(

@@ -4,10 +4,12 @@ only while no nsys runs, and never removes it itself."""
 
 from __future__ import annotations
 
+import contextlib
 import stat
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -28,11 +30,19 @@ sys.exit(1)
 """
 
 
+OURS: list[int] = []  # the stand-in nsys a test started: the only ones its checks see
+
+
 @pytest.fixture
 def shared_memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A /dev/shm of the test's own, and a machine where the only nsys running are those the test started (an
+    nsys of another job on the machine, as CI's floor run beside the suite, must not change what it sees)."""
     folder = tmp_path / "shm"
     folder.mkdir()
     monkeypatch.setattr(leftovers, "SHARED_MEMORY", folder)
+    every = leftovers.running_nsys
+    monkeypatch.setattr(leftovers, "running_nsys", lambda: [pid for pid in every() if pid in OURS])
+    OURS.clear()
     return folder
 
 
@@ -44,6 +54,26 @@ def _stand_in(tmp_path: Path) -> Path:
     return nsys
 
 
+@contextlib.contextmanager
+def another_nsys(folder: Path) -> Iterator[int]:
+    """A process named nsys running in ``folder`` (one of the test's: OURS), seen in /proc before it yields."""
+    folder.mkdir(exist_ok=True)
+    sleeper = folder / "nsys"
+    sleeper.write_text(f"#!{sys.executable}\nimport time\ntime.sleep(30)\n")
+    sleeper.chmod(0o755)
+    running = subprocess.Popen([str(sleeper)])
+    OURS.append(running.pid)
+    try:
+        deadline = time.monotonic() + 10
+        while running.pid not in leftovers.running_nsys():  # /proc/PID/cmdline is empty for a moment after exec
+            assert time.monotonic() < deadline, "the stand-in nsys was never seen running"
+            time.sleep(0.01)
+        yield running.pid
+    finally:
+        running.kill()
+        running.wait()
+
+
 def test_a_failed_start_with_state_left_behind_names_it_and_how_to_remove_it(
     tmp_path: Path, shared_memory: Path
 ) -> None:
@@ -53,9 +83,10 @@ def test_a_failed_start_with_state_left_behind_names_it_and_how_to_remove_it(
     with pytest.raises(NsysError) as raised:
         run_capture(describe(_stand_in(tmp_path)), [sys.executable, "-c", "pass"], options, lambda _: None)
     assert str(raised.value) == (
-        f"nsys exited with code 1 and wrote no report ({tmp_path}/job.nsys-rep); an nsys killed earlier left its "
-        f"session state behind ({state}) and no nsys runs now: that state can stop every nsys from starting "
-        f"('Agent launcher failed.'). Remove it and run again: rm {state}"
+        f"nsys exited with code 1 and wrote no report ({tmp_path}/job.nsys-rep); nsys's session state is left in "
+        f"{state} and no nsys that this user can see runs now: an nsys killed earlier left it, and it can stop every "
+        "nsys from starting ('Agent launcher failed.'). Unless another user's nsys runs (which /proc may hide), "
+        f"remove it and run again: rm {state}"
     )
     assert state.exists()  # nsync never removes it
 
@@ -69,19 +100,8 @@ def test_a_failed_start_without_state_left_behind_says_only_what_nsys_did(tmp_pa
 def test_the_state_of_a_running_nsys_is_not_called_stale(tmp_path: Path, shared_memory: Path) -> None:
     (shared_memory / "NSys-2022.4.2.1").write_bytes(b"")
     assert leftovers.stale_session_state() == [shared_memory / "NSys-2022.4.2.1"]
-    sleeper = tmp_path / "nsys"
-    sleeper.write_text(f"#!{sys.executable}\nimport time\ntime.sleep(30)\n")
-    sleeper.chmod(0o755)
-    running = subprocess.Popen([str(sleeper)])
-    try:
-        deadline = time.monotonic() + 10
-        while running.pid not in leftovers.running_nsys():  # /proc/PID/cmdline is empty for a moment after exec
-            assert time.monotonic() < deadline, "the stand-in nsys was never seen running"
-            time.sleep(0.01)
+    with another_nsys(tmp_path):
         assert leftovers.stale_session_state() == []
-    finally:
-        running.kill()
-        running.wait()
     assert leftovers.stale_session_state() == [shared_memory / "NSys-2022.4.2.1"]
 
 
@@ -94,3 +114,17 @@ def test_a_failed_capture_is_never_answered_with_an_earlier_runs_report(tmp_path
     with pytest.raises(NsysError, match=r"^nsys exited with code 1 and wrote no report"):
         run_capture(describe(_stand_in(tmp_path)), [sys.executable, "-c", "pass"], options, lambda _: None)
     assert not earlier.exists()
+
+
+def test_a_failed_start_beside_a_running_nsys_says_it_runs_and_not_that_its_state_is_stale(
+    tmp_path: Path, shared_memory: Path
+) -> None:
+    """issue 47: beside another user's suite, the failure was blamed on state "left behind" while "no nsys runs
+    now": whether one runs is checked when the failure is said."""
+    (shared_memory / "NSys-2022.4.2.1").write_bytes(b"")
+    with another_nsys(tmp_path / "other") as pid:
+        options = CaptureOptions(out_dir=tmp_path, name="job")
+        with pytest.raises(NsysError) as raised:
+            run_capture(describe(_stand_in(tmp_path)), [sys.executable, "-c", "pass"], options, lambda _: None)
+    said = str(raised.value)
+    assert f"another nsys runs now on this machine (pid {pid}" in said and "rm " not in said

@@ -76,7 +76,8 @@ def test_the_programs_output_reaches_stdout_as_written_and_nsys_chatter_does_not
     )
     result = nsync_profile(tmp_path, "--no-calibrate", "--whole-run", "-o", "out", str(script))
     assert result.returncode == 3, result.stderr
-    assert result.stdout.startswith("loss 0.5\n[epoch 1] done\nleft open\ntrace: ")  # then nsync's summary
+    label = "-- nsync: the program's output in the capture (under nsys) --\n"
+    assert result.stdout.startswith(label + "loss 0.5\n[epoch 1] done\nleft open\ntrace: ")  # then the summary
     assert "Generat" not in result.stdout and "\r" not in result.stdout and "nsys-rep" not in result.stdout
 
 
@@ -372,3 +373,31 @@ def test_cpus_that_this_process_cannot_use_are_a_usage_error(tmp_path, echo):
     assert_one_line_error(nsync_profile(tmp_path, "--cpus", "two", str(echo)), 2, "expected CPU numbers and ranges")
     beyond = str(max(allowed) + 1)
     assert_one_line_error(nsync_profile(tmp_path, "--cpus", beyond, str(echo)), 2, f"(not {beyond})")
+
+
+TINY = "import sys\nprint('hello from the program')\nprint('on stderr', file=sys.stderr)\n"
+
+
+@pytest.mark.slow
+@needs_nsys
+def test_json_on_stdout_stays_json_with_the_programs_output_on_stderr_each_run_labelled(tmp_path):
+    """issue 47: `nsync profile --json - tiny.py | python3 -m json.tool` failed on the program's prints."""
+    (tmp_path / "tiny.py").write_text(TINY)
+    result = nsync_profile(tmp_path, "--no-cpu-sampling", "--whole-run", "-o", "out", "--json", "-", "tiny.py")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["status"] == "no-cuda"
+    calibration = result.stderr.index("-- nsync: the program's output in the calibration run (without the profiler) --")
+    capture = result.stderr.index("-- nsync: the program's output in the capture (under nsys) --")
+    assert calibration < result.stderr.index("hello from the program", calibration) < capture
+    assert result.stderr.index("hello from the program", capture) > capture
+
+
+@pytest.mark.slow
+@needs_nsys
+def test_quiet_prints_the_programs_output_and_the_verdict_and_nothing_of_nsyncs_else(tmp_path):
+    """issue 47: -q wrote 12 `nsync:` lines. Now: the program's own output (both runs), the verdict line."""
+    (tmp_path / "tiny.py").write_text(TINY)
+    result = nsync_profile(tmp_path, "--no-cpu-sampling", "--whole-run", "-o", "out", "-q", "tiny.py")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "hello from the program\n" * 2 + "verdict: none (no prediction)\n"
+    assert result.stderr == "on stderr\n" * 2

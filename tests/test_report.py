@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+import json
 import re
 from pathlib import Path
 
@@ -231,3 +233,45 @@ def test_the_busiest_timeline_and_its_step_chart_are_drawn_in_chromium(real, tmp
         drawn = re.search(rf'<div id="{chart}" class="chart[^"]*"[^>]*>(.*?)</svg>', dom, re.S)
         assert drawn and 'class="main-svg"' in drawn.group(1), chart
     assert "timm_gradnorm.py:30" in dom  # the longest idle after a sync is named on the chart
+
+
+@pytest.mark.slow
+def test_one_line_of_several_sites_is_shown_once_and_nothing_worth_fixing_spells_out_no_fix():
+    """issue 47: the Trainer's five library syncs sit under one line of the program (hf_trainer.py:34): the HTML
+    showed its excerpt five times; its Markdown, whose verdict is "nothing worth fixing", listed Fix #1-#3."""
+    real = Path(__file__).parents[1] / "fixtures/real"
+    result = analyze(real / "hf_trainer.sqlite.xz", source_dirs=[real])
+    assert [(Path(s.file).name, s.line) for s in result.callsites].count(("hf_trainer.py", 34)) == 5
+    html = render_html(result, nsync.RenderOptions(source_dirs=(real,)))
+    assert html.count('<pre class="src">') == 2 and html.count("source: the line of #1") == 4
+    assert not result.verdict.worth_fixing and not result.verdict.measure
+    markdown = render_markdown(result)
+    assert "#### Fix #" not in markdown and "No fix is spelled out here" in markdown
+    from nsync.render.markdown import cell
+
+    assert cell("the step's <b>") == "the step's &lt;b&gt;"  # (an apostrophe needs no escape in Markdown, HTML does)
+
+
+# written into the page by the test: where each headline card sits, once the page has laid out
+CARD_ROWS = (
+    "<script>addEventListener('load', () => document.body.setAttribute('data-card-rows', JSON.stringify("
+    "[...document.querySelectorAll('#headline .card')].map((card) => card.offsetTop))))</script>"
+)
+
+
+@pytest.mark.slow
+@needs_chromium
+def test_at_1280_pixels_the_verdicts_saving_is_the_first_card_and_the_charts_lose_their_note(h200_analysis, tmp_path):
+    """issue 47: the headline saving sat on the second row at 1280 px; a chart was blank, with no word, until
+    its script ran."""
+    page = write_report(h200_analysis("print_deg"), tmp_path / "report.html")
+    before = page.read_text()
+    assert before.count("The chart draws once its script runs") == 2  # what a reader without JavaScript sees
+    page.write_text(before.replace("</body>", CARD_ROWS + "</body>"))
+    dom, console = load(page, "--window-size=1280,900")
+    assert console == []
+    first = re.search(r'<section class="cards" id="headline">.*?<div class="k">(.*?)</div>', dom, re.S)
+    assert first and first.group(1).startswith("what the verdict's fix saves per step")
+    rows = json.loads(html.unescape(re.search(r'data-card-rows="([^"]*)"', dom).group(1)))
+    assert rows[0] == min(rows)
+    assert "The chart draws once its script runs" not in dom  # drawn: the note went

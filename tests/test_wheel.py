@@ -232,3 +232,19 @@ def test_installed_measure_times_two_programs_and_gates(installed: Path, elsewhe
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert result["verdict"] == "faster" and result["change"]["pct"] == pytest.approx(-10.0, abs=0.01)
+
+
+@pytest.mark.slow
+def test_installed_pipes_get_json_alone_and_quiet_the_verdict_alone(installed: Path, elsewhere: Path) -> None:
+    """What a CI job reads: `--json -` is JSON from its first byte; `-q` is the verdict's line, nothing on stderr."""
+    trace = TRACES / "print_deg.sqlite.xz"
+    piped = nsync(installed, elsewhere, "analyze", trace, "--json", "-")
+    assert piped.returncode == 0, piped.stderr
+    assert json.loads(piped.stdout)["verdict"]["worth_fixing"] is True
+    quiet = nsync(installed, elsewhere, "analyze", trace, "-q")
+    assert quiet.returncode == 0 and quiet.stderr == ""
+    assert quiet.stdout.startswith("verdict: fixing w_print.py:19 would save") and quiet.stdout.count("\n") == 1
+    diff = nsync(installed, elsewhere, "diff", TRACES / "print_ok.sqlite.xz", trace, "-q")
+    assert diff.returncode == 0 and diff.stderr == "" and diff.stdout.startswith("verdict: regression;")
+    bare = nsync(installed, elsewhere)
+    assert bare.returncode == 2 and bare.stdout == "" and bare.stderr.startswith("Usage: nsync COMMAND")

@@ -127,11 +127,11 @@ def test_a_program_shorter_than_its_window_is_captured_whole_and_without_calibra
 ) -> None:
     done = profile(job, "train.py", "30")
     assert done.returncode == 0, done.stderr
-    assert "ended on its own after 30 optimizer step(s)" in done.stderr and "capturing its whole run" in done.stderr
+    assert "ended on its own after 30 optimizer steps" in done.stderr and "capturing its whole run" in done.stderr
     assert len(ranges(job / "out/train.sqlite")[STEP_MARK]) == 30
     blind = profile(job, "--no-calibrate", "train.py", "5")  # no calibration run to tell: a short run is redone
     assert blind.returncode == 0, blind.stderr
-    assert "the program ended after 5 optimizer step(s) in " in blind.stderr
+    assert "the program ended after 5 optimizer steps in " in blind.stderr
     assert "before its capture window opened: capturing its whole run instead" in blind.stderr
     assert len(ranges(job / "out/train.sqlite")[STEP_MARK]) == 5
 
@@ -149,7 +149,7 @@ def test_a_long_run_that_ends_before_its_window_says_nothing_was_captured(job: P
     with pytest.raises(NsysError) as caught:
         profile_run(["train.py", "5"], options)
     assert str(caught.value) == (
-        "nothing was captured: the program ended after 5 optimizer step(s), before the capture window opened at "
+        "nothing was captured: the program ended after 5 optimizer steps, before the capture window opened at "
         "step 10 (ProfileOptions.warmup_steps): capture fewer warm-up steps, or the whole run "
         "(ProfileOptions.whole_run=True)"
     )
@@ -254,7 +254,8 @@ def test_a_torch_cuda_still_importing_neither_prints_a_traceback_nor_stops_the_w
     """The window's clock thread looks for torch.cuda every 0.25 s; torch's import takes seconds, during which
     torch.cuda is in sys.modules without its functions. The H200 showed the thread's AttributeError on the
     program's stderr (and the thread dead: no window by the clock). Here the stand-in torch.cuda takes 1 s to
-    import; the window opens by the clock and ends the program."""
+    import (within the 1.5 s a program may take to use CUDA at all); the window opens by the clock and ends the
+    program."""
     from nsync.nsys import inject
 
     fake = fake_torch(tmp_path / "fake")
@@ -263,7 +264,7 @@ def test_a_torch_cuda_still_importing_neither_prints_a_traceback_nor_stops_the_w
     env = {
         "PATH": "/usr/bin:/bin",
         "PYTHONPATH": f"{inject.folder()}:{fake}",
-        **CaptureWindow(wait_s=0.5, seconds=0.5).env(tmp_path),
+        **CaptureWindow(wait_s=1.5, seconds=0.5).env(tmp_path),
     }
     (tmp_path / "infer.py").write_text(INFER)
     done = subprocess.run(
@@ -273,3 +274,58 @@ def test_a_torch_cuda_still_importing_neither_prints_a_traceback_nor_stops_the_w
     state = json.loads(next(tmp_path.glob("window-*.json")).read_text())
     assert (state["opened_by"], state["ended_program"]) == ("time", True)
     assert not (tmp_path / "finished").exists()
+
+
+def last_error(stderr: str) -> str:
+    """The one error line, the last of stderr, without its prefix (no traceback before it)."""
+    assert "Traceback" not in stderr
+    last = stderr.strip().splitlines()[-1]
+    assert last.startswith("nsync: error: "), stderr
+    return last.removeprefix("nsync: error: ")
+
+
+@pytest.mark.slow
+@needs_nsys
+@pytest.mark.parametrize("calibrate", [True, False], ids=["calibrated", "uncalibrated"])
+def test_a_program_that_never_uses_cuda_is_ended_after_the_wait_saying_why(tmp_path: Path, calibrate: bool):
+    """A sleep loop of 1000 s with no CUDA (issue 47: it ran unbounded twice): ended 2 s after its start, in
+    the calibration run or under nsys, with exit code 2 and one line that says why and what to change."""
+    (tmp_path / "f.py").write_text("import time\nfor i in range(100000): time.sleep(0.01)\n")
+    flags = [] if calibrate else ["--no-calibrate"]
+    began = time.monotonic()
+    done = run_contained([NSYNC, "profile", "-o", "out", "--wait-for-steps", "2", *flags, "f.py"], 300, cwd=tmp_path)
+    assert time.monotonic() - began < 120
+    assert done.returncode == 2
+    run = "its calibration run" if calibrate else "under nsys"
+    assert last_error(done.stderr).startswith(f"the program used no CUDA in its first 2 s ({run}), so nsync ended it")
+    assert "--wait-for-steps with more seconds" in done.stderr
+    assert ("capturing with nsys" in done.stderr) is not calibrate  # calibrated: nsys never ran
+
+
+@pytest.mark.slow
+@needs_nsys
+def test_a_program_that_fails_at_once_is_run_once_and_stops_with_its_exit_code(tmp_path: Path):
+    """A SyntaxError: the calibration run fails before its first step; nsys never runs, nothing is written."""
+    (tmp_path / "s.py").write_text('print("x"\n')
+    done = run_contained([NSYNC, "profile", "-o", "out", "s.py"], 300, cwd=tmp_path)
+    assert done.returncode == 1
+    assert done.stderr.count("SyntaxError:") == 1 and "capturing with nsys" not in done.stderr
+    said = "the program ended on SyntaxError in its calibration run, before its first step (exit code 1)"
+    assert last_error(done.stderr).startswith(said)
+    assert list((tmp_path / "out").iterdir()) == []
+
+
+@pytest.mark.slow
+@needs_nsys
+@pytest.mark.parametrize("calibrate", [True, False], ids=["calibrated", "uncalibrated"])
+def test_nsync_step_in_a_program_without_torch_says_so_and_blames_no_nsys(tmp_path: Path, calibrate: bool):
+    (tmp_path / "st.py").write_text(
+        "import nsync, time\nfor i in range(200):\n    time.sleep(0.01)\n    nsync.step()\n"
+    )
+    flags = [] if calibrate else ["--no-calibrate"]
+    argv = [NSYNC, "profile", "--python", sys.executable, "-o", "out", "--warmup-steps", "2", "--steps", "5"]
+    done = run_contained([*argv, *flags, "st.py"], 300, cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert "No module named" not in done.stderr and "nsys exited" not in done.stderr
+    run = "its calibration run" if calibrate else "under nsys"
+    assert last_error(done.stderr).startswith(f"the program never imported torch ({run})")

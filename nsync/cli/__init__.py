@@ -34,6 +34,9 @@ def run(argv: list[str]) -> int:
     # A one-shot command makes few reference cycles, and the collector's passes over pandas' objects cost
     # 0.2-0.3 s of a 10 M-row analysis (make bench); memory is handed back when the process ends.
     gc.disable()
+    if not argv:  # a short usage, not the whole help, and 2 as click >= 8.2 gives it
+        sys.stderr.write(short_usage())
+        return 2
     try:
         code = app(argv, prog_name="nsync", standalone_mode=False)
     except typer.Abort:  # older click turns a Ctrl-C outside a command into Abort
@@ -48,3 +51,16 @@ def run(argv: list[str]) -> int:
     if code == Interrupted.exit_code:  # typer >= 0.29 turns a Ctrl-C outside a command into a silent 130
         raise Interrupted
     return code if isinstance(code, int) else 0
+
+
+def short_usage() -> str:
+    """What ``nsync`` alone prints: the usage, each command in a line, and where the rest is."""
+    commands = [(info.name or "", info.short_help or "") for info in app.registered_commands]
+    width = max(len(name) for name, _ in commands)
+    lines = [f"  nsync {name:<{width}}  {text}" for name, text in commands]
+    return (
+        "\n".join(
+            ["Usage: nsync COMMAND [ARGS]...", "", *lines, "", "Run 'nsync COMMAND --help' for a command's options."]
+        )
+        + "\n"
+    )

@@ -86,7 +86,7 @@ def analyze_command(
         outputs.check(trace)
         config = nsync.AnalysisConfig(step_range, step_kernel, warmup_steps, window_s=parse_window(window),
                                       max_memory_bytes=parse_size(max_memory))  # fmt: skip
-        calibration = calibration_for(trace, calibrate, calibration_file)
+        calibration = calibration_for(trace, calibrate, calibration_file, quiet)
         with spinning("loading trace") as progress:
             result = nsync.analyze(trace, config, progress(), calibration, source_dir)
     view = View(top, quiet, verbose, tuple(source_dir or ()))

@@ -15,6 +15,7 @@ from nsync.cli.options import (
     JsonOption,
     MarkdownOption,
     PassInconclusiveOption,
+    QuietOption,
     SavedOption,
     StepRangeOption,
     TopOption,
@@ -54,6 +55,7 @@ def diff_command(
     top: TopOption = 10,
     step_range: StepRangeOption = None,
     calibrate: CalibrationOption = True,
+    quiet: QuietOption = False,
 ) -> None:
     """Compare two runs: step time against its noise, and the call sites whose syncs grew or shrank. When
     both were calibrated (nsync profile), the verdict is on their predicted unprofiled step times.
@@ -68,19 +70,19 @@ def diff_command(
         runs = [required(path, name, "the two runs to compare") for path, name in zip((baseline, candidate), SIDES)]
         for path in runs:
             outputs.check(path)
-        result = _compared(runs, nsync.AnalysisConfig(step_range=step_range), calibrate)
+        result = _compared(runs, nsync.AnalysisConfig(step_range=step_range), calibrate, quiet)
     gate = Gate("--fail-on-regression", fail_on_regression, nsync.gates.fail_on_regression, pass_inconclusive)
-    finish(result, outputs, View(top), gate)
+    finish(result, outputs, View(top, quiet), gate)
 
 
 SIDES = ("BASELINE", "CANDIDATE")
 
 
-def _compared(runs: list[Path], config: nsync.AnalysisConfig, calibrate: bool) -> nsync.Diff:
+def _compared(runs: list[Path], config: nsync.AnalysisConfig, calibrate: bool, quiet: bool) -> nsync.Diff:
     """The two runs analysed, each with the calibration beside it (said), then compared."""
     with spinning("loading baseline") as progress:
         base, cand = (
-            nsync.analyze(path, config, progress(f"{side.lower()}: "), calibration_for(path, calibrate))
+            nsync.analyze(path, config, progress(f"{side.lower()}: "), calibration_for(path, calibrate, quiet=quiet))
             for path, side in zip(runs, SIDES)
         )
         return nsync.diff(base, cand)

@@ -21,17 +21,18 @@ from nsync.cli.options import (
     MeasureWaitForStepsOption,
     MeasureWarmupStepsOption,
     PassInconclusiveOption,
+    QuietOption,
     SavedOption,
     given,
     parse_cpus,
 )
-from nsync.cli.output import Gate, Outputs, finish, loaded, refuse_with_from, required
+from nsync.cli.output import Gate, Outputs, View, finish, loaded, refuse_with_from, required
 
 
 @app.command(
     "measure",
     cls=Command,
-    short_help="Time two versions of a program unprofiled; is the change beyond noise?",
+    short_help="Time two versions unprofiled: is the change beyond noise?",
     epilog=examples(
         "nsync measure train.py train_fixed.py",
         "nsync measure train.py   # train.py asks `if nsync.fixed():` at each step",
@@ -60,6 +61,7 @@ def measure_command(
     fail_on_regression: MeasureFailOnRegressionOption = None,
     pass_inconclusive: PassInconclusiveOption = False,
     python: MeasurePythonOption = None,
+    quiet: QuietOption = False,
 ) -> None:
     """Run A and B (e.g. a program as it is and with nsync's fix) alternately without the profiler, timing
     each run's steps, and say whether B is faster or slower than A beyond the runs' own noise.
@@ -81,6 +83,7 @@ def measure_command(
     else:
         outputs.check()
         options = nsync.MeasureOptions(**given(parameters, nsync.MeasureOptions, cpus=parse_cpus(cpus)))
-        result = nsync.measure_lines(required(baseline, "A", "the command to time"), candidate, options, say=say)
+        tell = (lambda _message: None) if quiet else say  # -q: errors alone on stderr
+        result = nsync.measure_lines(required(baseline, "A", "the command to time"), candidate, options, say=tell)
     gate = Gate("--fail-on-regression", fail_on_regression, nsync.gates.fail_on_slowdown, pass_inconclusive)
-    finish(result, outputs, gate=gate)
+    finish(result, outputs, View(quiet=quiet), gate)

@@ -18,10 +18,11 @@ from rich.console import Console, RenderableType
 from nsync.cli.app import err, say
 from nsync.errors import CannotJudge, Interrupted, NsyncError, UsageError
 from nsync.memory import release_freed_memory
+from nsync.render.measurement import verdict_line
 from nsync.render.options import RenderOptions
-from nsync.render.text import printable
+from nsync.render.text import diff_headline, printable
 from nsync.render.write import check_writable
-from nsync.report import Analysis, Measurement
+from nsync.report import Analysis, Diff, Measurement, Ranks
 from nsync.stdio import drop_stdout, raise_if_interrupted
 
 T = TypeVar("T")
@@ -129,7 +130,7 @@ def emit(result: Result, outputs: Outputs, view: View) -> bool:
         sys.stdout.write(nsync.render_json(result))
     else:
         _print(lambda width: _summary(result, view, width))
-    for path in written:
+    for path in written if not view.quiet else ():
         say(f"wrote {path}")
     for message in failed:
         sys.stderr.write(f"nsync: error: {printable(message)}\n")
@@ -146,6 +147,12 @@ def _summary(result: Result, view: View, width: int) -> RenderableType:
     if view.quiet and isinstance(result, Analysis):
         verdict = result.verdict
         return printable(f"verdict: {verdict.text}" if verdict else "verdict: none (no prediction)")
+    if view.quiet and isinstance(result, Diff):
+        return printable(diff_headline(result))
+    if view.quiet and isinstance(result, Measurement):
+        return printable(verdict_line(result))
+    if view.quiet and isinstance(result, Ranks):
+        return printable(f"verdict: {result.verdict}")
     return nsync.summary(result, view.options("text", width))
 
 
@@ -198,15 +205,15 @@ def release(_stage: str) -> None:
     release_freed_memory()
 
 
-def calibration_for(trace: Path, use: bool, explicit: Path | None = None) -> Calibration | None:
+def calibration_for(trace: Path, use: bool, explicit: Path | None = None, quiet: bool = False) -> Calibration | None:
     """The calibration to fit predictions to: ``explicit``, else the one ``nsync profile`` left beside the trace
-    (none: uncalibrated). A bad file is an error, never silently ignored; the one used is said."""
+    (none: uncalibrated). A bad file is an error, never silently ignored; the one used is said (not ``quiet``)."""
     import nsync
 
     if explicit is not None and not use:
         raise UsageError("--calibration and --no-calibrate contradict each other")
     calibration = nsync.calibration_of(trace, explicit or "beside") if use else None
-    if calibration is not None:
+    if calibration is not None and not quiet:
         say(f"calibrated by {calibration.path}")
     return calibration
 
@@ -220,9 +227,12 @@ def refuse_with_from(**given: object) -> None:
 
 
 def required(value: T | None, name: str, what: str) -> T:
-    """``value``, the argument ``name``; its absence a usage error that says ``what`` it is."""
+    """``value``, the argument ``name``; its absence a usage error that says ``what`` it is. A path that does
+    not exist is said at once, before the libraries the analysis needs are loaded (a second)."""
     if value is None:
         raise UsageError(f"Missing argument '{name}': {what}")
+    if isinstance(value, Path) and not value.exists():
+        raise UsageError(f"{value}: no such file")
     return value
 
 

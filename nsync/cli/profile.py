@@ -105,25 +105,29 @@ def profile_command(
     the profiler first (the calibration run), then under nsys."""
     parameters = dict(locals())
     config = nsync.AnalysisConfig(step_range=step_range)
+    # stdout is the JSON's where it is asked there: the program's own output then goes to stderr
+    where = {"program_output": "stderr" if json_path == "-" else "stdout", "label_runs": not quiet}
     options = nsync.ProfileOptions(**given(parameters, nsync.ProfileOptions, cpus=parse_cpus(cpus), config=config,
-                                           nsys_arg=tuple(nsys_arg or ())))  # fmt: skip
+                                           nsys_arg=tuple(nsys_arg or ()), **where))  # fmt: skip
     outputs = Outputs(json_path, html_path, markdown_path, db_path, suggest_patch, suggest_switch)
-    result = nsync.profile(target or [], options, say=say, progress=release, before=outputs.check)
-    say(f"wrote {result.sqlite}" + (f" and {result.report}" if result.report else ""))
+    tell = (lambda _message: None) if quiet else say  # -q: errors alone on stderr
+    result = nsync.profile(target or [], options, say=tell, progress=release, before=outputs.check)
+    tell(f"wrote {result.sqlite}" + (f" and {result.report}" if result.report else ""))
     html = html_path or out_dir / f"{result.sqlite.stem}.html"
     view = View(top, quiet, verbose, tuple(source_dir or ()))
     complete = emit(result.analysis, dataclasses.replace(outputs, html=html), view)
     if result.analysis.verdict is not None and result.analysis.verdict.measure and not quiet:
         say(nsync.to_settle(result, target or [], options, suggest_switch, source_dir or ()))
-    _exit(result, complete)
+    _exit(result, complete, quiet)
 
 
-def _exit(result: nsync.ProfileResult, complete: bool) -> None:
+def _exit(result: nsync.ProfileResult, complete: bool, quiet: bool) -> None:
     """Ctrl-C, then the program's own exit code, then 1 where a file could not be written."""
     if result.interrupted:
         raise Interrupted
     if result.exit_code:
-        say(f"the program exited with code {result.exit_code}")
+        if not quiet:
+            say(f"the program exited with code {result.exit_code}")
         raise typer.Exit(result.exit_code)
     if not complete:
         raise typer.Exit(1)

@@ -13,6 +13,7 @@ from nsync.cli.options import (
     JsonOption,
     MarkdownOption,
     MaxMemoryOption,
+    QuietOption,
     SavedOption,
     StepRangeOption,
     TopOption,
@@ -49,6 +50,7 @@ def ranks_command(
         int | None,
         typer.Option(min=1, help="Worker processes of the local cluster (default: one per core).", metavar="N"),
     ] = None,
+    quiet: QuietOption = False,
 ) -> None:
     """Line the ranks of a data-parallel run up on their collectives: the rank that reaches them last, and the
     sync that makes it late, by the delay it adds to every rank.
@@ -65,4 +67,4 @@ def ranks_command(
         config = nsync.AnalysisConfig(step_range=step_range, max_memory_bytes=parse_size(max_memory))
         with spinning("starting Dask") as progress:
             result = nsync.analyze_ranks(exports, config, scheduler, workers, progress=progress())
-    finish(result, outputs, View(top))
+    finish(result, outputs, View(top, quiet))

@@ -94,7 +94,7 @@ def _load(db: ExportDb, say: Progress, keep_api: Callable[[str], bool] | None, w
         )
         twins_job = pool.submit(readers.read_backtrace_twins, db, window)  # by whichever reader is done first
         stacks = StackTable()
-        marks, frameless = stacks_reader.read_python_marks(db, strings, stacks, window)
+        marks, frameless, unreadable = stacks_reader.read_python_marks(db, strings, stacks, window)
         small = {
             "gpu_busy_extra": readers.read_busy_extra(db, strings),
             "sync_activity": readers.read_sync_activity(db),
@@ -135,6 +135,15 @@ def _load(db: ExportDb, say: Progress, keep_api: Callable[[str], bool] | None, w
             )
         )
     trace.warnings.extend(_frame_warnings(db, trace, frameless))
+    if unreadable:
+        trace.warnings.append(
+            Notice(
+                "damaged-frames",
+                f"{unreadable} Python backtraces of the export cannot be read (a frame count or an offset past the "
+                "end of its blob: the export is damaged): the calls they belong to have no Python line, and their "
+                "syncs are named by their native backtrace or API.",
+            )
+        )
     return trace
 
 

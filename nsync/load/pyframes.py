@@ -49,8 +49,12 @@ def _text(strings: Mapping[int, str], string_id: int) -> str:
     return "?" if value is None else html.unescape(str(value))
 
 
+UNREADABLE = -2  # the stack id of a blob that is there but not in this layout (a damaged export)
+
+
 def intern_blobs(table: StackTable, blobs: Iterable[object], strings: Mapping[int, str]) -> np.ndarray:
-    """Stack ids in ``table`` for a column of blobs (-1 where a blob is missing or undecodable)."""
+    """Stack ids in ``table`` for a column of blobs (-1 where a blob is missing, UNREADABLE where it cannot be
+    decoded)."""
     by_blob: dict[bytes, int] = {}
     out = []
     for blob in blobs:
@@ -61,6 +65,6 @@ def intern_blobs(table: StackTable, blobs: Iterable[object], strings: Mapping[in
         stack_id = by_blob.get(key)
         if stack_id is None:
             stack = decode_frames(key, strings)
-            stack_id = by_blob[key] = -1 if not stack else table.intern(stack)
+            stack_id = by_blob[key] = -1 if stack == () else UNREADABLE if stack is None else table.intern(stack)
         out.append(stack_id)
     return np.asarray(out, dtype=np.int64)

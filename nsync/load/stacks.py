@@ -10,7 +10,7 @@ import pandas as pd
 
 from nsync.load.db import ExportDb, StringTable
 from nsync.load.model import StackTable
-from nsync.load.pyframes import intern_blobs
+from nsync.load.pyframes import UNREADABLE, intern_blobs
 from nsync.load.readers import (
     NVTX_DOMAIN_CREATE,
     NVTX_MARK,
@@ -38,14 +38,15 @@ def _domains(db: ExportDb) -> pd.DataFrame:
 
 def read_python_marks(
     db: ExportDb, strings: StringTable, stacks: StackTable, window: Window = None
-) -> tuple[pd.DataFrame, int]:
-    """Python-frame NVTX marks with decoded stack ids, and how many backtrace marks had no frames.
+) -> tuple[pd.DataFrame, int, int]:
+    """Python-frame NVTX marks with decoded stack ids, how many backtrace marks had no frames, and how many of
+    those had a blob that could not be read (a damaged export).
 
     Returns marks with columns start, global_tid, stack_id, kind ('backtrace' | 'sampling').
     """
     empty = pd.DataFrame({"start": [], "global_tid": [], "stack_id": [], "kind": []})
     if not db.has("NVTX_EVENTS"):
-        return empty, 0
+        return empty, 0, 0
     domains = _domains(db)
     kinds = np.select(
         [domains["name"].isin(PY_BACKTRACE_DOMAINS), domains["name"].isin(PY_SAMPLING_DOMAINS)],
@@ -54,7 +55,7 @@ def read_python_marks(
     )
     domains = domains.assign(kind=kinds).loc[kinds != ""]
     if domains.empty:
-        return empty, 0
+        return empty, 0, 0
     columns, blob_codes, blobs = db.select_blobs(
         "NVTX_EVENTS",
         {"start": "start", "global_tid": "globalTid", "domain_id": "domainId"},
@@ -67,8 +68,11 @@ def read_python_marks(
     marks = marks.merge(domains, on=["global_pid", "domain_id"], how="inner").sort_values("row")
     stack_of_blob = np.append(intern_blobs(stacks, blobs, strings), -1)  # code -1 (no blob) lands on the -1
     marks["stack_id"] = stack_of_blob[marks["blob_code"].to_numpy()]
-    frameless = int(((marks["kind"] == "backtrace") & (marks["stack_id"] < 0)).sum())
-    return marks[["start", "global_tid", "stack_id", "kind"]].reset_index(drop=True), frameless
+    backtrace = (marks["kind"] == "backtrace").to_numpy()
+    unreadable = int((backtrace & (marks["stack_id"] == UNREADABLE).to_numpy()).sum())
+    marks["stack_id"] = marks["stack_id"].clip(lower=-1)
+    frameless = int((backtrace & (marks["stack_id"] < 0).to_numpy()).sum())
+    return marks[["start", "global_tid", "stack_id", "kind"]].reset_index(drop=True), frameless, unreadable
 
 
 def read_callchains(db: ExportDb, strings: StringTable, wanted: np.ndarray) -> pd.DataFrame:

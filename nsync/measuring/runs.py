@@ -22,6 +22,7 @@ from nsync.errors import CannotJudge, UsageError
 from nsync.measuring.change import change_between, measured_command, switched_change
 from nsync.nsys.window import CaptureWindow
 from nsync.report.measurement import SCHEMA, THRESHOLD_PCT, Measurement
+from nsync.words import counted
 
 Say = Callable[[str], None]
 LABELS = ("A", "B")
@@ -277,7 +278,7 @@ def _timed_nothing(label: str, exit_code: int) -> str:
 def _median_text(timings: Calibration) -> str:
     source = _preferred(list(timings.intervals_ns))
     steps = timings.intervals_ns[source]
-    return f"{float(np.median(steps)) / 1e6:.3f} ms per step ({len(steps)} steps)"
+    return f"{float(np.median(steps)) / 1e6:.3f} ms per step ({counted(len(steps), 'step')})"
 
 
 def _preferred(sources: list[str]) -> str:

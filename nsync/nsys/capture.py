@@ -7,29 +7,34 @@ from __future__ import annotations
 
 import contextlib
 import glob
-import io
 import os
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
-import typing
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
 
-from nsync.errors import NsysError
+from nsync.errors import NoCudaUsed, NsysError
 from nsync.load.model import PYTHON_FRAMES_NSYS
-from nsync.nsys import inject
+from nsync.nsys import inject, leftovers
 from nsync.nsys.hang import QUIET_S, START_S, HangWatch, session_agents, stop_agents
 from nsync.nsys.leftovers import advice, stale_session_state
 from nsync.nsys.locate import Nsys
-from nsync.nsys.output import relay
-from nsync.nsys.window import NVTX_CAPTURE_ENV, CaptureWindow, WindowOutcome, is_python, outcome
+from nsync.nsys.output import program_stream, relay
+from nsync.nsys.window import (
+    NVTX_CAPTURE_ENV,
+    CaptureWindow,
+    WindowOutcome,
+    is_python,
+    no_cuda_said,
+    no_torch_said,
+    outcome,
+)
 from nsync.settings import setting
 from nsync.stdio import forget_ctrl_c
+from nsync.words import counted
 
 Say = Callable[[str], None]
 
@@ -51,6 +56,7 @@ class CaptureOptions:
     start_s: float = START_S  # a Python program not started this long after nsys: nsys hung at start
     step_marks: bool = True  # mark each optimizer step with an NVTX range (nsync.nsys.inject)
     window: CaptureWindow | None = None  # capture these steps only (needs step_marks' sitecustomize)
+    program_output: str = "stdout"  # where the program's stdout goes: ours, or "stderr" (ours is for JSON)
 
     @property
     def base(self) -> Path:
@@ -139,7 +145,7 @@ def run_capture(nsys: Nsys, command: Sequence[str], options: CaptureOptions, say
         except OSError as err:
             raise NsysError(f"cannot start {nsys.path}: {err.strerror}") from err
         assert proc.stdout is not None
-        relaying = relay(proc.stdout, _binary_stdout(), say)
+        relaying = relay(proc.stdout, program_stream(options.program_output), say)
         says_started = options.step_marks and is_python(list(command))  # (nsync's sitecustomize says so)
         watch = HangWatch(
             proc.pid,
@@ -178,7 +184,11 @@ def _result(ended: _Ended, watch: HangWatch, options: CaptureOptions, say: Say) 
     if ended_normally and options.window is not None and seen is not None and seen.processes and not seen.opened_by:
         if report is not None:
             report.unlink()  # nsys 2022.4 writes an empty report when its capture range never began
+        if seen.no_cuda:
+            raise NoCudaUsed(no_cuda_said(options.window, "under nsys"))
         raise WindowNeverOpened(_never_opened(options.window, seen), seen)
+    if report is None and options.window is not None and seen is not None and seen.opened_by and not seen.torch:
+        raise NoCudaUsed(no_torch_said("under nsys"))
     if interrupted and report is None and seen is not None and not seen.opened_by:
         say("interrupted before the capture window opened: nothing was captured")
         raise KeyboardInterrupt
@@ -193,11 +203,12 @@ def _result(ended: _Ended, watch: HangWatch, options: CaptureOptions, say: Say) 
             "The hang is intermittent (nsys 2022.4 with CPU sampling): run again, or capture with --no-cpu-sampling"
         )
     if report is None:
-        left = stale_session_state() if code > 0 else []  # (nsys that failed to start exits 1)
+        running = leftovers.running_nsys() if code > 0 else []  # (nsys that failed to start exits 1; ours has ended)
+        left = stale_session_state() if code > 0 else []
         failed = f"nsys exited with code {code} and wrote no report ({options.base}.nsys-rep)"
         if code > 0 and ended.says_started and not ended.started and not left:
-            raise NsysFailedFirst(f"{failed} before the program started")
-        raise NsysError(f"{failed}{advice(left) if left else ''}")
+            raise NsysFailedFirst(f"{failed} before the program started{advice([], running)}", running)
+        raise NsysError(f"{failed}{advice(left, running)}")
     if hung:  # nsys's own exit code after a shutdown is not the program's
         if watch.program_exit_code is None:
             say("note: the program's exit code is unknown: nsys was shut down after it ended")
@@ -210,26 +221,14 @@ def _result(ended: _Ended, watch: HangWatch, options: CaptureOptions, say: Say) 
 RELAY_DRAIN_S = 5
 
 
-def _binary_stdout() -> IO[bytes]:
-    """Where the program's output goes: our stdout, as bytes (a notebook's stdout has no buffer: text then)."""
-    buffer = getattr(sys.stdout, "buffer", None)
-    if buffer is not None:
-        return buffer
-
-    class Text(io.RawIOBase):
-        def write(self, data: Any) -> int:
-            sys.stdout.write(bytes(data).decode(errors="replace"))
-            return len(data)
-
-        def flush(self) -> None:
-            sys.stdout.flush()
-
-    return typing.cast(IO[bytes], Text())
-
-
 class NsysFailedFirst(NsysError):
     """nsys failed before the program it was to run started (it says so when nsync's sitecustomize runs in it):
-    trying again runs nothing twice. Seen now and then with Debian's nsys 2022.4."""
+    trying again runs nothing twice. Seen now and then with Debian's nsys 2022.4. ``running``: the other nsys
+    running then (their pids), where any was."""
+
+    def __init__(self, message: str, running: list[int] | None = None) -> None:
+        super().__init__(message)
+        self.running = running or []
 
 
 class WindowNeverOpened(NsysError):
@@ -243,10 +242,10 @@ class WindowNeverOpened(NsysError):
 def _never_opened(window: CaptureWindow, seen: WindowOutcome) -> str:
     if seen.optimizer_steps:
         return (
-            f"nothing was captured: the program ended after {seen.optimizer_steps} optimizer step(s), before the "
-            f"capture window opened at step {window.warmup_steps} ({setting('ProfileOptions.warmup_steps')}): "
-            "capture fewer "
-            f"warm-up steps, or the whole run ({setting('ProfileOptions.whole_run=True')})"
+            f"nothing was captured: the program ended after {counted(seen.optimizer_steps, 'optimizer step')}, "
+            f"before the capture window opened at step {window.warmup_steps} "
+            f"({setting('ProfileOptions.warmup_steps')}): capture fewer warm-up steps, or the whole run "
+            f"({setting('ProfileOptions.whole_run=True')})"
         )
     return (
         "nothing was captured: the program ended before any optimizer step, and before it had used CUDA for "

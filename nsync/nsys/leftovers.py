@@ -16,7 +16,8 @@ SHARED_MEMORY = Path("/dev/shm")
 
 
 def running_nsys() -> list[int]:
-    """Pids of the nsys processes running (their program or interpreter's script is named ``nsys``)."""
+    """Pids of the nsys processes running that this user can see in /proc (their program or interpreter's
+    script is named ``nsys``, or ``nsys-``something: its launcher)."""
     found: list[int] = []
     try:
         entries = [e.name for e in os.scandir("/proc") if e.name.isdigit()]
@@ -28,7 +29,7 @@ def running_nsys() -> list[int]:
                 words = handle.read().split(b"\0")[:2]
         except OSError:
             continue
-        if any(os.path.basename(word) == b"nsys" for word in words):
+        if any(os.path.basename(word) == b"nsys" or os.path.basename(word).startswith(b"nsys-") for word in words):
             found.append(int(pid))
     return found
 
@@ -44,10 +45,20 @@ def stale_session_state() -> list[Path]:
     return states
 
 
-def advice(states: list[Path]) -> str:
-    """What to tell a user whose nsys failed to start with ``states`` left behind."""
+def advice(states: list[Path], running: list[int] | None = None) -> str:
+    """What to tell a user whose nsys failed to start: another nsys ``running`` now (checked when said), or
+    ``states`` left behind while none runs ('' where neither)."""
+    if running:
+        pids = ", ".join(map(str, running[:5]))
+        return (
+            f"; another nsys runs now on this machine (pid {pids}): an nsys can fail to start beside it. Wait for "
+            "it to end, then run again"
+        )
+    if not states:
+        return ""
     listed = " ".join(str(s) for s in states)
     return (
-        f"; an nsys killed earlier left its session state behind ({listed}) and no nsys runs now: that state can "
-        f"stop every nsys from starting ('Agent launcher failed.'). Remove it and run again: rm {listed}"
+        f"; nsys's session state is left in {listed} and no nsys that this user can see runs now: an nsys killed "
+        "earlier left it, and it can stop every nsys from starting ('Agent launcher failed.'). Unless another "
+        f"user's nsys runs (which /proc may hide), remove it and run again: rm {listed}"
     )

@@ -9,10 +9,13 @@ could still become one of nsys's (held until its end).
 
 from __future__ import annotations
 
+import io
 import re
+import sys
 import threading
+import typing
 from collections.abc import Callable
-from typing import IO
+from typing import IO, Any
 
 # Lines (or carriage-return-separated pieces of a line) that nsys 2022.4 to 2025.x print on stdout.
 _PROGRESS = re.compile(rb"\[\d+/\d+\] \[[= ]*\d+%[= ]*\].*")  # '[1/1] [===50%      ] run.nsys-rep'
@@ -175,3 +178,21 @@ def relay(source: IO[bytes], sink: IO[bytes], say: Callable[[str], None]) -> thr
     thread = threading.Thread(target=pump, name="nsys-stdout", daemon=True)
     thread.start()
     return thread
+
+
+def program_stream(name: str) -> IO[bytes]:
+    """Where the program's output goes: our stdout (or stderr), as bytes (a notebook's has no buffer: text)."""
+    stream = sys.stderr if name == "stderr" else sys.stdout
+    buffer = getattr(stream, "buffer", None)
+    if buffer is not None:
+        return buffer
+
+    class Text(io.RawIOBase):
+        def write(self, data: Any) -> int:
+            stream.write(bytes(data).decode(errors="replace"))
+            return len(data)
+
+        def flush(self) -> None:
+            stream.flush()
+
+    return typing.cast(IO[bytes], Text())

@@ -82,9 +82,29 @@ class WindowOutcome:
     opened_by: str | None = None
     closed: bool = False
     ended_program: bool = False
+    no_cuda: bool = False  # ended for using no CUDA within the window's wait
+    torch: bool = True  # some process imported torch (False: none did, so nothing of PyTorch's ran)
+    uncaught: str | None = None  # the exception that ended a process, by name
 
     def complete(self, window: CaptureWindow) -> bool:
         return self.opened_by == "time" or self.optimizer_steps >= window.warmup_steps + window.steps
+
+
+def no_cuda_said(window: CaptureWindow, run: str) -> str:
+    """Why a program that used no CUDA within the window's wait was ended (``run``: which run it was)."""
+    return (
+        f"the program used no CUDA in its first {window.wait_s:g} s ({run}), so nsync ended it: there is nothing on "
+        "a GPU to capture. Does it run on the CPU (torch.cuda.is_available())? A program that prepares its data "
+        f"longer before it uses the GPU: {setting('ProfileOptions.wait_for_steps')} with more seconds"
+    )
+
+
+def no_torch_said(run: str) -> str:
+    """Why a windowed program that never imported torch is not captured (``run``: which run it was)."""
+    return (
+        f"the program never imported torch ({run}): nsync captures the steps of PyTorch programs on a GPU. "
+        f"A program that uses CUDA otherwise can be captured whole ({setting('ProfileOptions.whole_run=True')})"
+    )
 
 
 def outcome(folder: Path) -> WindowOutcome:
@@ -106,6 +126,9 @@ def outcome(folder: Path) -> WindowOutcome:
         opened_by=str(opened[0]["opened_by"]) if opened else None,
         closed=any(bool(s.get("closed")) for s in opened),
         ended_program=any(bool(s.get("ended_program")) for s in states),
+        no_cuda=any(bool(s.get("no_cuda")) for s in states),
+        torch=any(bool(s.get("torch", True)) for s in states),
+        uncaught=next((str(s["uncaught"]) for s in states if s.get("uncaught")), None),
     )
 
 

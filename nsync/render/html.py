@@ -17,7 +17,7 @@ import sys
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import jinja2
 
@@ -27,6 +27,7 @@ from nsync.render.options import RenderOptions, refuse
 from nsync.render.source import source_context, source_line
 from nsync.render.text import diff_headline, edits_said, fixed, likely
 from nsync.report import Analysis, Diff, Measurement, Ranks, Result
+from nsync.report.analysis import CallSite
 from nsync.source import search_folders
 from nsync.version import installed_version
 
@@ -119,7 +120,7 @@ def _analysis_html(result: Analysis, options: RenderOptions = RenderOptions()) -
             report=report,
             sites=sites,
             more_sites=len(report.callsites) - len(sites),
-            sources=[source_context(site.file, site.line, search) for site in sites],
+            sources=_excerpts(sites, search),
             title=Path(report.trace.path).name,
             charts=_charts(figures),
             drawn={name for name, figure in figures.items() if figure is not None},
@@ -153,3 +154,14 @@ def _diff_html(report: Diff, options: RenderOptions = RenderOptions()) -> str:
             sources=[source_line(site.file, site.line or site.baseline_line or 0, search) for site in report.callsites],
         )
     )
+
+
+def _excerpts(sites: list[CallSite], search: list[Path]) -> list[list[dict[str, Any]] | str]:
+    """Each call site's lines of source; a line shown for a site above it is named, not shown again (a
+    library's several syncs under one line of the program)."""
+    shown: dict[tuple[str, int], int] = {}
+    excerpts: list[list[dict[str, Any]] | str] = []
+    for rank, site in enumerate(sites, 1):
+        first = shown.setdefault((site.file, site.line), rank)
+        excerpts.append(f"the line of #{first}" if first != rank else source_context(site.file, site.line, search))
+    return excerpts

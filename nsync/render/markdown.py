@@ -14,11 +14,12 @@ from nsync.render.options import RenderOptions
 from nsync.render.text import ONCE_ROWS, SETTING, diff_headline, edits_said, fixed, likely, printable, printable_all
 from nsync.report import Analysis, Diff, Measurement, Ranks, Result
 from nsync.report.analysis import LIKELY, CallSite
+from nsync.words import counted
 
 
 def cell(value: object) -> str:
     """Trace text made inert in a table cell: no HTML, no column breaks, no code-span escapes."""
-    return html.escape(str(value)).replace("|", "\\|").replace("`", "'").replace("\n", " ")
+    return html.escape(str(value), quote=False).replace("|", "\\|").replace("`", "'").replace("\n", " ")
 
 
 def code_span(value: object) -> str:
@@ -89,7 +90,7 @@ def _analysis_markdown(result: Analysis, options: RenderOptions = RenderOptions(
     facts = [cell(", ".join(report.trace.gpus) or "no GPU"), f"nsys {cell(version)}" if version else "nsys ?"]
     if steps.count:
         each = f" ({steps.each})" if steps.each else ""
-        facts.append(f"{steps.count} steps{each}, median {fixed(steps.median_ms)} ms")
+        facts.append(f"{counted(steps.count, 'step')}{each}, median {fixed(steps.median_ms)} ms")
         facts.append(
             f"GPU idle {fixed(report.gpu_idle_ms_per_step)} ms/step, "
             f"{fixed(report.exposed_idle_ms_per_step)} ms/step exposed after syncs"
@@ -137,8 +138,12 @@ def _sites_table(report: Analysis, sites: list[CallSite]) -> list[str]:
         )
     more = len(report.callsites) - len(sites)
     if more > 0:
-        lines += ["", f"{more} more call sites in the full report."]
-    lines += _fixes(sites[:FIXES])
+        lines += ["", f"{counted(more, 'more call site')} in the full report."]
+    verdict = report.verdict
+    if verdict is None or verdict.worth_fixing or verdict.measure:
+        lines += _fixes(sites[:FIXES])
+    else:  # a PR comment that says "nothing worth fixing" spells out no fix
+        lines += ["", "No fix is spelled out here: nothing is worth fixing for speed (each is in the HTML report)."]
     lines += _fixed_together(report)
     for group in report.read_together:
         saving = group.predicted_saving_ms_per_step

@@ -17,7 +17,10 @@ program is ended, as ``sys.exit(0)`` from that step would end it (``NSYNC_WINDOW
 A program (the command's first Python process, ``NSYNC_WINDOW_ROOT``) with no optimizer step within
 ``NSYNC_WINDOW_WAIT_S`` seconds of its start of CUDA gets a window of ``NSYNC_WINDOW_SECONDS`` seconds
 instead, opened and closed by a thread, after which it is sent SIGTERM, as nsys's own ``--duration`` ends a
-program. Each process says what happened in ``NSYNC_WINDOW_DIR/window-<pid>.json``.
+program. A program none of whose processes has used CUDA ``NSYNC_WINDOW_WAIT_S`` seconds after its start is
+ended the same way, saying so (``no_cuda``): a program on the CPU, or not a GPU program at all, is never run
+unbounded. Each process says what happened in ``NSYNC_WINDOW_DIR/window-<pid>.json`` (and ``cuda-<pid>``
+once it uses CUDA).
 
 In the calibration run (the program without the profiler) the post hook records a CUDA event instead,
 and so does every ``torch.cuda.nvtx.range_push`` (per range name, digits read as ``N``). An event costs a
@@ -57,7 +60,9 @@ _events: dict = {}  # source ("marks", "nvtx:NAME") -> CUDA events in record ord
 
 
 def _record(source):
-    import torch
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return  # nsync.step() in a program that never imported torch: nsync says so (the window's "torch")
 
     if not torch.cuda.is_initialized() or torch.cuda.is_current_stream_capturing():
         return  # never start CUDA (a data-loader worker, a CPU-only phase), never record into a CUDA graph
@@ -136,6 +141,10 @@ def _safely(what, fn, *args):
         return None
 
 
+def _touch(path):
+    open(path, "w").close()
+
+
 class _Window:
     """The capture window's state in this process (see the module docstring)."""
 
@@ -152,6 +161,8 @@ class _Window:
         self.opened = None  # "steps" or "time"
         self.closed = False
         self.ending = False  # the program was asked to end
+        self.no_cuda = False  # ended for using no CUDA in any process within wait_s of its start
+        self.uncaught = None  # the exception that ended the program, by name (a SyntaxError, an ImportError...)
         self.range_id = None
         self.began_at = {}  # calibration source -> events recorded before the window began
         self.lock = threading.Lock()
@@ -165,6 +176,9 @@ class _Window:
             "opened_by": self.opened,
             "closed": self.closed,
             "ended_program": self.ending,
+            "no_cuda": self.no_cuda,
+            "torch": "torch" in sys.modules,
+            "uncaught": self.uncaught,
         }
 
     def save(self):
@@ -177,7 +191,7 @@ class _Window:
         """Begin the window (under the lock)."""
         self.opened = how
         self.began_at = {source: len(events) for source, events in _events.items()}
-        if not _CALIBRATE_DIR:
+        if not _CALIBRATE_DIR and "torch" in sys.modules:  # (without torch: nothing to capture, nsync says so)
             from torch.cuda import nvtx
 
             self.range_id = nvtx.range_start(_WINDOW_RANGE)
@@ -209,16 +223,42 @@ class _Window:
                 return self.close()
         return False
 
+    def uses_cuda(self):
+        """Whether any process of the program has used CUDA (torch's): this one, or one that said so."""
+        # (torch.cuda may be in sys.modules half imported, without is_initialized yet)
+        is_initialized = getattr(sys.modules.get("torch.cuda"), "is_initialized", None)
+        if is_initialized is not None and _safely("see CUDA", is_initialized):
+            return True
+        names = _safely("list the window folder", os.listdir, self.folder) or ()
+        return any(name.startswith("cuda-") for name in names)
+
+    def say_cuda(self):
+        """A thread of every process but the first: say once that it uses CUDA (the first one looks)."""
+        while not self.closed:
+            time.sleep(0.25)
+            is_initialized = getattr(sys.modules.get("torch.cuda"), "is_initialized", None)
+            if is_initialized is not None and _safely("see CUDA", is_initialized):
+                _safely("say CUDA is used", _touch, os.path.join(self.folder, f"cuda-{os.getpid()}"))
+                return
+
     def by_time(self):
         """A thread: with no optimizer step ``wait_s`` after the program began to use CUDA (torch's), a window
-        of ``seconds`` by the clock; then SIGTERM, as nsys's own --duration ends a program."""
-        began = None
+        of ``seconds`` by the clock; then SIGTERM, as nsys's own --duration ends a program. A program that has
+        used no CUDA ``wait_s`` after its start is ended the same way, saying so."""
+        started, began = time.monotonic(), None
         while not (self.done or self.opened):
             time.sleep(0.25)
-            # (torch.cuda may be in sys.modules half imported, without is_initialized yet)
-            is_initialized = getattr(sys.modules.get("torch.cuda"), "is_initialized", None)
-            if began is None and is_initialized is not None and _safely("see CUDA", is_initialized):
+            if began is None and self.uses_cuda():
                 began = time.monotonic()
+            if began is None and time.monotonic() - started >= self.wait_s:
+                with self.lock:
+                    if self.done or self.opened:
+                        return
+                    self.no_cuda = self.ending = True
+                    self.save()
+                _flush()
+                os.kill(os.getpid(), signal.SIGTERM)
+                return
             if began is not None and time.monotonic() - began >= self.wait_s:
                 break
         with self.lock:
@@ -370,10 +410,20 @@ if _CALIBRATE_DIR:
 sys.meta_path.insert(0, _AfterImport(_installs))
 _said_at = os.environ.get("NSYNC_WINDOW_DIR")
 if _said_at:  # the program started under nsys: were nsys to fail now, nsync must not run the program again
-    _safely("say the program started", lambda: open(os.path.join(_said_at, f"started-{os.getpid()}"), "w").close())
+    _safely("say the program started", _touch, os.path.join(_said_at, f"started-{os.getpid()}"))
 if _window.active:
     atexit.register(_safely, "say what the capture window saw", _window.save)
+    _excepthook = sys.excepthook
+
+    def _uncaught(kind, value, traceback):
+        """An exception that ends the program (its script's SyntaxError too): said in the window's state."""
+        _window.uncaught = getattr(kind, "__name__", "an exception")
+        _excepthook(kind, value, traceback)
+
+    sys.excepthook = _uncaught
     # the clock's window only in the command's first Python process: never in one it starts (a worker, a helper)
     if os.environ.pop("NSYNC_WINDOW_ROOT", None):
         threading.Thread(target=_window.by_time, name="nsync-window", daemon=True).start()
+    else:
+        threading.Thread(target=_window.say_cuda, name="nsync-cuda", daemon=True).start()
 _run_shadowed_sitecustomize()

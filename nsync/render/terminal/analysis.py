@@ -17,6 +17,7 @@ from nsync.render.text import ONCE_ROWS, SETTING, edits_said, fixed, likely, loo
 from nsync.report import Analysis
 from nsync.report.analysis import LIKELY, CallSite, FixedTogether, OnceSite, Phase, ReadTogether, where
 from nsync.source import search_folders
+from nsync.words import counted
 
 
 def analysis_summary(result: Analysis, options: RenderOptions) -> Group:
@@ -52,7 +53,7 @@ def _head(report: Analysis, width: int) -> Text:
         pass  # nothing was analysed: the note below says why
     elif steps.count:
         facts.append(
-            f"{steps.count} steps ({steps.each + '; ' if steps.each else ''}{steps.source}, "
+            f"{counted(steps.count, 'step')} ({steps.each + '; ' if steps.each else ''}{steps.source}, "
             f"{steps.warmup_skipped} warm-up skipped), "
             f"median {fixed(steps.median_ms)} ms (on the GPU {fixed(steps.gpu_median_ms)} ms)"
         )
@@ -68,7 +69,7 @@ def _head(report: Analysis, width: int) -> Text:
     head.append(
         f"GPU idle {fixed(totals.gpu_idle_ms, 2)} ms{idle_share}; exposed idle after syncs "
         f"{fixed(totals.exposed_idle_ms, 2)} ms; host wait {fixed(totals.host_wait_ms, 2)} ms; "
-        f"{totals.sync_count} syncs at {len(sites)} call site{'' if len(sites) == 1 else 's'}\n"
+        f"{counted(totals.sync_count, 'sync')} at {counted(len(sites), 'call site')}\n"
     )
     if report.verdict:
         head.append(f"verdict: {report.verdict.text}\n", style="bold")
@@ -129,7 +130,7 @@ def _blocks(sites: list[CallSite], code: list[str], per_step: bool, verbose: boo
         details = [
             f"issued at {site.issued_at}" if site.issued_at else "",
             f"exposed idle {fixed(exposed)} {unit} · host wait {fixed(wait)} {unit}{per} · lead before "
-            f"{fixed(site.lead_before_ms_mean)} ms · {site.count} syncs",
+            f"{fixed(site.lead_before_ms_mean)} ms · {counted(site.count, 'sync')}",
             loop_saving(site),
             "" if site.advice else f"fix: {site.hint or site.short_hint}" if site.hint or site.short_hint else "",
             *([f"  {frame.function} ({where(frame.file, frame.line)})" for frame in site.stack] if verbose else []),
@@ -213,7 +214,7 @@ def _fixed_together(group: FixedTogether, width: int) -> Text:
 
 
 def _phase_text(phase: Phase) -> str:
-    steps = f" in {phase.intervals} steps" if phase.phase == "main loop" else ""
+    steps = f" in {counted(phase.intervals, 'step')}" if phase.phase == "main loop" else ""
     return (
         f"{phase.phase} {fixed(phase.duration_ms, 1)} ms{steps} (GPU idle "
         f"{fixed(phase.gpu_idle_pct, 0)}%, {phase.sync_count} sync{'' if phase.sync_count == 1 else 's'})"

@@ -49,7 +49,8 @@ class _Code:
         the statement's end is dropped: it spoke of the code replaced)."""
         node = node or self.statement
         starts = self._bytes[1]
-        return self._replaced(starts[node.lineno - 1], self._span(node)[1], changes)  # type: ignore[attr-defined]
+        text = self._replaced(starts[node.lineno - 1], self._span(node)[1], changes)  # type: ignore[attr-defined]
+        return _same_branches_merged(text) if changes else text
 
     def _replaced(self, start: int, end: int, changes: Sequence[tuple[ast.AST, str]]) -> str:
         whole = self._bytes[0]
@@ -338,3 +339,37 @@ def _parses(text: str) -> bool:
     except SyntaxError:
         return False
     return True
+
+
+def _same_branches_merged(text: str) -> str:
+    """A rewrite that made both branches of a one-line conditional alike (``x.item() if a else x.detach()``,
+    the read rewritten) with the condition gone: ``x.detach()``."""
+    dedented = textwrap.dedent(text)
+    try:
+        tree = ast.parse(dedented)
+    except SyntaxError:  # (a compound statement's header alone)
+        return text
+    alike = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.IfExp)
+        and node.lineno == node.end_lineno
+        and ast.dump(node.body) == ast.dump(node.orelse)
+    ]
+    if not alike:
+        return text
+    outer = [n for n in alike if not any(o is not n and _inside(n, o) for o in alike)]
+    lines = [line.encode() for line in dedented.split("\n")]
+    for node in sorted(outer, key=lambda n: (n.lineno, n.col_offset), reverse=True):
+        line = lines[node.lineno - 1]
+        body = line[node.body.col_offset : node.body.end_col_offset]
+        lines[node.lineno - 1] = line[: node.col_offset] + body + line[node.end_col_offset :]
+    first, first_dedented = next((a, b) for a, b in zip(text.split("\n"), dedented.split("\n")) if a.strip())
+    margin = first[: len(first) - len(first_dedented)]
+    return "\n".join(margin + line.decode() if line else "" for line in lines)
+
+
+def _inside(node: ast.expr, other: ast.expr) -> bool:
+    """Whether one-line ``node`` lies within one-line ``other``."""
+    within = other.col_offset <= node.col_offset and (node.end_col_offset or 0) <= (other.end_col_offset or 0)
+    return node.lineno == other.lineno and within
