@@ -292,6 +292,14 @@ def _replayed(
     callsites = priced_callsites(callsites, predicted)
     in_loops = {site: loop.reads_per_step for loop in predicted.loops for site in loop.sites}
     callsites = advise_loops(callsites, in_loops, search)
+    if predicted.slower_ns > 0.01 * predicted.unprofiled_step_ns:
+        warnings.append(
+            Notice(
+                "replay-slower",
+                f"what-if: releasing a wait made the replayed step {predicted.slower_ns / 1e6:.2f} ms longer, which "
+                "no true trace does (its calls and kernels disagree: see above); that saving is shown as none",
+            )
+        )
     if predicted.sites_left_out:
         warnings.append(
             Notice(

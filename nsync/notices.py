@@ -22,6 +22,7 @@ NoticeCode = Literal[
     "uncalibrated",  # a calibration that has no timings of these steps
     "replay-skipped",  # no what-if: why
     "sites-not-replayed",  # some call sites' savings unknown
+    "replay-slower",  # a replay that lengthened the step by releasing a wait: that saving shown as none
     "syncs-outside-window",  # syncs the figures leave out
     # nsync ranks
     "collectives-unpaired",

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 
 from nsync import AnalysisConfig
 from nsync.analysis import run_stages
@@ -22,6 +23,12 @@ from nsync.comparison import diff
 from nsync.report import Analysis, Diff
 from nsync.stages.report import StageOutputs, analysis_result
 from tests.tracebuilder import TraceBuilder
+
+# The property tests draw the same examples on every run (a red CI must mean the change, not the draw);
+# NSYNC_HYPOTHESIS_EXPLORE=1 draws new ones, to look for failures (each found is kept as an @example).
+hypothesis_settings.register_profile("same-draws", derandomize=True, database=None)
+hypothesis_settings.register_profile("explore")
+hypothesis_settings.load_profile("explore" if os.environ.get("NSYNC_HYPOTHESIS_EXPLORE") else "same-draws")
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"

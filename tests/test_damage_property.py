@@ -93,6 +93,8 @@ EXAMPLES = int(os.environ.get("NSYNC_DAMAGE_EXAMPLES", "150"))
 @example(statements=["UPDATE NVTX_EVENTS SET start = 'abc' WHERE rowid % 1 = 0"])
 @example(statements=["UPDATE NVTX_EVENTS SET start = start + 3600000000000, end = end + 3600000000000"])
 @example(statements=["UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET end = 4294967295"])  # kernels of seconds: a 13 s step
+# half the kernels in no process: releasing line 21's sync replayed 0.93 ms slower (CI's floor run found it)
+@example(statements=["UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET globalPid = NULL WHERE rowid % 2 = 0"])
 def test_a_damaged_export_is_refused_in_one_line_or_keeps_every_bound(
     h200: Callable[[str], Path], tmp_path: Path, name: str, statements: list[str]
 ) -> None:

@@ -64,6 +64,7 @@ class WhatIf:
     group_range_ns: tuple[Range, ...] = ()
     all_syncs_range_ns: Range = (0.0, 0.0)
     own_saving_ns: float = 0.0  # every sync issued in the program's own code released together (``own_sites``)
+    slower_ns: float = 0.0  # the most a replay made the step longer by releasing a wait (shown as no saving)
     own_range_ns: Range = (0.0, 0.0)
     scales: tuple[float, ...] = ()  # the host scales replayed: host_scale first, then the others it may be
     # calibrated: the step as it is with a host ``host_speed_spread`` faster and slower than the calibration run's
@@ -272,6 +273,7 @@ def what_if(
         calibration_runs=settings.calibration_runs,
         loops=tuple(saved.loop(loop, reads) for loop, reads in loops.items()),
         calibration_held=fit.held,
+        slower_ns=max(saved.slower.values(), default=0.0),
     )
 
 
@@ -302,7 +304,11 @@ class _Savings:
         self.saved = as_is - stepped  # per scale (rows), per case (columns)
         self.column = {name: k for k, name in enumerate(cases)}
         self.weights = scale_weights(len(scales))
-        self.point = self.weights @ self.saved  # each saving's mean over the host scales (none below 0: above)
+        point = self.weights @ self.saved  # each saving's mean over the host scales
+        # the mean step cannot grow when a wait is released; where the replay says it does (a trace whose calls
+        # and kernels disagree), the saving is none, and the case is named
+        self.slower = {name: float(-point[k]) for name, k in self.column.items() if point[k] < 0}
+        self.point = np.maximum(point, 0.0)
         self.basis = basis
         least, largest = likely_range(self.point, basis)
         self.ranges = list(zip(least.tolist(), largest.tolist()))
