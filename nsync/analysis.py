@@ -192,6 +192,7 @@ def _summarised(trace: Trace, config: AnalysisConfig, found: _Found, priced: _Pr
     return StageOutputs(
         trace_path=str(trace.path),
         nsys_version=trace.nsys_version,
+        profiler=trace.capture.get("profiler", "nsys"),
         schema_version=trace.schema_version,
         gpus=list(gpu_names.values()),
         gpu_uuids=gpu_uuids,
@@ -348,6 +349,7 @@ def _empty(trace: Trace, config: AnalysisConfig, reason: str) -> StageOutputs:
     return StageOutputs(
         trace_path=str(trace.path),
         nsys_version=trace.nsys_version,
+        profiler=trace.capture.get("profiler", "nsys"),
         schema_version=trace.schema_version,
         gpus=[str(name) for name in trace.gpus["name"]],
         config=config,

@@ -16,6 +16,7 @@ NoticeCode = Literal[
     "not-utf8",  # strings that are not valid UTF-8
     "python-frames",  # no Python line, and how to capture it
     "damaged-frames",  # Python backtraces that cannot be read
+    "kineto-trace",  # a torch.profiler trace without what the figures need (CUDA activity)
     # the analysis
     "no-cuda",  # nothing to attribute: no CUDA activity, no GPU work, or none in the chosen window
     "processes-pooled",  # several processes' figures pooled

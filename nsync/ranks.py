@@ -34,7 +34,7 @@ from nsync.stages.detect import is_relevant_api
 from nsync.version import DISTRIBUTION
 
 COLLECTIVE_KERNEL = re.compile(r"^nccl", re.IGNORECASE)  # ncclDevKernel_AllReduce_Sum_f32_RING_LL, ncclKernel_...
-EXPORT_SUFFIXES = (".sqlite", ".sqlite.xz")
+EXPORT_SUFFIXES = (".sqlite", ".sqlite.xz", ".json", ".json.gz")  # nsys exports, torch.profiler traces
 
 
 @dataclass(frozen=True)
@@ -251,7 +251,8 @@ def rank_paths(paths: Sequence[Path]) -> list[tuple[int, Path]]:
             raise UsageError(f"{path}: no such file or folder")
     if not files:
         raise UsageError(
-            "no rank exports (.sqlite, .sqlite.xz) found: nsync ranks needs one export per rank, or one export "
+            "no rank exports (.sqlite, .sqlite.xz, or torch.profiler .json, .json.gz) found: nsync ranks needs "
+            "one export per rank, or one export "
             "holding every rank"
         )
 

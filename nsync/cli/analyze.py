@@ -39,6 +39,7 @@ from nsync.cli.output import Gate, Outputs, View, calibration_for, finish, loade
     epilog=examples(
         "nsync analyze report.sqlite",
         "nsync analyze report.sqlite --json result.json --top 20",
+        "nsync analyze run.pt.trace.json.gz   # a torch.profiler trace",
         "nsync analyze report.sqlite --step-range train_step --json -",
         "nsync analyze report.sqlite --fail-above 5   # CI: fail over 5 % of a step",
         "nsync analyze report.sqlite --suggest-patch fix.patch  # git apply fix.patch",
@@ -73,7 +74,8 @@ def analyze_command(
     """Rank the Python call sites by what fixing their syncs would save per step.
 
     TRACE is the nsys SQLite export (.sqlite or .sqlite.xz, from 'nsys export --type sqlite
-    --include-blobs=true'), or an .nsys-rep when nsys is installed."""
+    --include-blobs=true'), an .nsys-rep when nsys is installed, or a torch.profiler trace (.json or
+    .json.gz, from export_chrome_trace or tensorboard_trace_handler, captured with with_stack=True)."""
     outputs = Outputs(json_path, html_path, markdown_path, db_path, suggest_patch, suggest_switch)
     if saved is not None:  # render a saved result: no flag that needs a trace
         refuse_with_from(TRACE=trace, **{"--step-range": step_range, "--step-kernel": step_kernel,

@@ -55,7 +55,8 @@ def ranks_command(
     """Line the ranks of a data-parallel run up on their collectives: the rank that reaches them last, and the
     sync that makes it late, by the delay it adds to every rank.
 
-    EXPORT... are the ranks' SQLite exports (.sqlite or .sqlite.xz), or folders of them: one export per rank
+    EXPORT... are the ranks' SQLite exports (.sqlite or .sqlite.xz) or torch.profiler traces (.json,
+    .json.gz), or folders of them: one export per rank
     (nsys profile -o run/rank%q{RANK})."""
     outputs = Outputs(json=json_path, markdown=markdown_path)
     if saved is not None:

@@ -1,4 +1,5 @@
-"""Stage 1: read an nsys SQLite export (any schema since 2020) into a :class:`Trace`."""
+"""Stage 1: read an nsys SQLite export (any schema since 2020), or a torch.profiler trace (nsync.load.kineto),
+into a :class:`Trace`."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import pandas as pd
 
 from nsync.errors import TraceError
 from nsync.keys import match_rows, take_matched
-from nsync.load import readers, rows
+from nsync.load import kineto, readers, rows
 from nsync.load import stacks as stacks_reader
 from nsync.load.budget import plan_window
 from nsync.load.checks import check_columns, check_devices_agree, check_metadata, check_tables_agree
@@ -38,7 +39,7 @@ def load_trace(
     window_s: tuple[float, float | None] | None = None,
     max_memory_bytes: int | None = None,
 ) -> Trace:
-    """Load ``path`` (``.sqlite``, or ``.sqlite.xz``) read-only.
+    """Load ``path`` (``.sqlite``, ``.sqlite.xz``, or a torch.profiler ``.json[.gz]``, told by its content) read-only.
 
     ``keep_api`` (a test on API names) leaves out calls the caller has no use for, before they are read.
     ``window_s`` reads only what starts in that part of the capture (seconds from its start). A trace
@@ -47,6 +48,9 @@ def load_trace(
     analysed.
     """
     say = progress or (lambda _msg: None)
+    require_file(Path(path))
+    if kineto.is_kineto(Path(path)):
+        return kineto.load_kineto(Path(path), say, keep_api, window_s)
     with sqlite_file(Path(path), say) as sqlite_path:
         db = open_export(sqlite_path, name=Path(path))
         try:

@@ -360,7 +360,7 @@ def open_export(path: str | Path, name: Path | None = None) -> ExportDb:
             f"'nsys export --type sqlite --include-blobs=true {path}' first"
         )
     if len(head) < 100 or not head.startswith(SQLITE_MAGIC):
-        raise TraceError(f"{name}: not a SQLite file (expected an nsys SQLite export)")
+        raise TraceError(f"{name}: not a SQLite file (expected an nsys SQLite export or a torch.profiler trace)")
     uri = path.resolve().as_uri() + "?mode=ro"
     try:
         conn = sqlite3.connect(uri, uri=True, check_same_thread=False)  # read-only; readers run in threads

@@ -86,8 +86,7 @@ def _analysis_markdown(result: Analysis, options: RenderOptions = RenderOptions(
     lines = [f"### nsync: {cell(Path(report.trace.path).name)}", ""]
     if report.verdict:
         lines += [f"**{cell(report.verdict.text)}**", ""]
-    version = report.trace.nsys_version
-    facts = [cell(", ".join(report.trace.gpus) or "no GPU"), f"nsys {cell(version)}" if version else "nsys ?"]
+    facts = [cell(", ".join(report.trace.gpus) or "no GPU"), cell(report.trace.made_by)]
     if steps.count:
         each = f" ({steps.each})" if steps.each else ""
         facts.append(f"{counted(steps.count, 'step')}{each}, median {fixed(steps.median_ms)} ms")

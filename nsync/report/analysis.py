@@ -56,6 +56,12 @@ class TraceFacts:
     nsys_version: str | None
     export_schema_version: str | None
     gpus: list[str]
+    profiler: str = "nsys"  # what wrote the trace: "nsys", or "torch.profiler" (a Kineto trace)
+
+    @property
+    def made_by(self) -> str:
+        """``nsys 2025.3.2`` (``nsys ?`` where the export does not say), or ``torch.profiler``."""
+        return f"nsys {self.nsys_version or '?'}" if self.profiler == "nsys" else self.profiler
 
 
 @dataclass(frozen=True)

@@ -74,6 +74,7 @@ class StageOutputs:
     read_groups: list[ReadGroup] = field(default_factory=list)  # reads one copy would do (what_if prices them)
     fix_scopes: list[FixScope] = field(default_factory=list)  # fixes of several sites (priced after the reads)
     gpu_uuids: list[str] = field(default_factory=list)  # the physical GPUs the work ran on, where the export says
+    profiler: str = "nsys"  # what wrote the trace (nsync.load: the trace's capture["profiler"])
 
 
 def analysis_result(found: StageOutputs) -> Analysis:
@@ -82,7 +83,7 @@ def analysis_result(found: StageOutputs) -> Analysis:
     return Analysis(
         schema=SCHEMA,
         status=found.status,
-        trace=TraceFacts(found.trace_path, found.nsys_version, found.schema_version, list(found.gpus)),
+        trace=TraceFacts(found.trace_path, found.nsys_version, found.schema_version, list(found.gpus), found.profiler),
         steps=_step_facts(found),
         window=Window(start_ns=found.window_ns[0], end_ns=found.window_ns[1]),
         totals=_totals(found),

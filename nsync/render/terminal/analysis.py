@@ -48,7 +48,7 @@ def _head(report: Analysis, width: int) -> Text:
     head = Text()
     head.append("trace: ", style="bold")  # (not "nsync PATH", which reads as a command to type)
     head.append(f"{trace.path}\n")
-    facts = [f"nsys {trace.nsys_version or '?'}", ", ".join(trace.gpus) or "no GPU"]
+    facts = [trace.made_by, ", ".join(trace.gpus) or "no GPU"]
     if report.status != "ok":
         pass  # nothing was analysed: the note below says why
     elif steps.count:

@@ -1,0 +1,182 @@
+"""torch.profiler (Kineto) traces: read into the same trace model as nsys exports (nsync.load.kineto).
+
+The GPU traces here are written in Kineto's format from the rows of real H200 nsys exports (tests/kineto_writer.py):
+the same program, so the answer must be the nsys export's. The CPU trace is a real torch 2.13.0+cpu profile."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import nsync
+from nsync.errors import TraceError
+from nsync.load import load_trace
+from tests.kineto_writer import api_counts, write_kineto
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+CPU_TRACE = FIXTURES / "kineto" / "cpu_train.pt.trace.json.gz"
+
+
+def _both(trace_path: Path, tmp_path: Path) -> tuple[nsync.Analysis, nsync.Analysis, Path]:
+    kineto = write_kineto(load_trace(trace_path), tmp_path / f"{trace_path.stem}.pt.trace.json.gz")
+    return nsync.analyze(trace_path, calibration=None), nsync.analyze(kineto, calibration=None), kineto
+
+
+def _top(result: nsync.Analysis) -> tuple[str, int]:
+    site = result.callsites[0]
+    return site.file.rsplit("/", 1)[-1], site.line
+
+
+def _verdict(result: nsync.Analysis) -> tuple[bool, bool, str]:
+    assert result.verdict is not None
+    return result.verdict.worth_fixing, result.verdict.measure, result.verdict.site
+
+
+def test_a_lab_scenario_read_from_kineto_gets_the_nsys_exports_answer(h200, tmp_path: Path) -> None:
+    by_nsys, by_kineto, kineto = _both(h200("w_item_degraded"), tmp_path)
+    assert by_kineto.trace.profiler == "torch.profiler" and by_kineto.trace.gpus == ["NVIDIA H200"]
+    assert _top(by_kineto) == _top(by_nsys) == ("w_item.py", 17)
+    assert by_kineto.verdict is not None and by_nsys.verdict is not None
+    assert _verdict(by_kineto) == _verdict(by_nsys) == (True, False, "w_item.py:17 (its loop, for all items at once)")
+    assert by_kineto.steps.count == by_nsys.steps.count == 59
+    saving = by_nsys.verdict.largest_saving_ms_per_step
+    assert by_kineto.verdict.largest_saving_ms_per_step == pytest.approx(saving, rel=0.02)
+    # every call the JSON holds is read, API by API (the direct count)
+    loaded = load_trace(kineto).api["api"].astype(str).value_counts().to_dict()
+    assert loaded == api_counts(kineto)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("folder", "name"),
+    [("h200", "print_deg"), ("h200", "w_mask_degraded"), ("real", "resnet_train"), ("real", "timm_gradnorm")],
+)
+def test_real_programs_read_from_kineto_get_the_nsys_exports_answer(h200, real, tmp_path, folder, name) -> None:
+    by_nsys, by_kineto, _ = _both((h200 if folder == "h200" else real)(name), tmp_path)
+    assert _top(by_kineto) == _top(by_nsys)
+    assert _verdict(by_kineto) == _verdict(by_nsys)
+    assert by_kineto.steps.count == by_nsys.steps.count
+    assert by_kineto.steps.source == by_nsys.steps.source
+    nsys_syncs = by_nsys.tables.syncs["api"].astype(str).value_counts()  # type: ignore[union-attr]
+    kineto_syncs = by_kineto.tables.syncs["api"].astype(str).value_counts()  # type: ignore[union-attr]
+    assert kineto_syncs[kineto_syncs > 0].to_dict() == nsys_syncs[nsys_syncs > 0].to_dict()
+
+
+def test_a_cpu_only_torch_trace_loads_and_says_it_has_no_cuda() -> None:
+    trace = load_trace(CPU_TRACE)
+    assert len(trace.api) == 0 and len(trace.gpu_ops) == 0
+    # six ProfilerStep#N ranges (schedule active=6) and PyTorch's own optimizer-step annotations as nsync's marks
+    names = trace.nvtx_ranges["name"].value_counts()
+    assert sum(n.startswith("ProfilerStep#") for n in names.index) == 6
+    assert names["nsync: optimizer step"] == 6
+    result = nsync.analyze(CPU_TRACE)
+    assert result.status == "no-cuda"
+    (warning,) = [w for w in result.warnings if w.code == "kineto-trace"]
+    assert "no CUDA activity" in warning.message and "ProfilerActivity.CUDA" in warning.message
+
+
+def _trace_file(tmp_path: Path, events: list[dict], name: str = "t.json") -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps({"schemaVersion": 1, "deviceProperties": [], "traceEvents": events}))
+    return path
+
+
+def _x(cat: str, name: str, ts: float, dur: float, **args: object) -> dict:
+    return {"ph": "X", "cat": cat, "name": name, "pid": 7, "tid": 7, "ts": ts, "dur": dur, "args": args}
+
+
+def test_a_calls_stack_is_its_innermost_python_frame_and_its_parents_without_c_functions(tmp_path: Path) -> None:
+    events = [
+        _x("python_function", "train.py(30): <module>", 100.0, 50.0, **{"Python id": 1, "Python parent id": None}),
+        _x("python_function", "train.py(12): step", 110.0, 20.0, **{"Python id": 2, "Python parent id": 1}),
+        _x(
+            "python_function",
+            "torch/_tensor.py(1100): __format__",
+            111.0,
+            3.0,
+            **{"Python id": 3, "Python parent id": 2},
+        ),  # ends before the call
+        _x(
+            "python_function",
+            "<built-in method item of Tensor object at 0x7f>",
+            115.0,
+            4.0,
+            **{"Python id": 4, "Python parent id": 2},
+        ),
+        _x("python_function", "typing.py(400): inner", 140.0, 2.0, **{"Python id": 5, "Python parent id": 1}),
+        _x("cuda_runtime", "cudaStreamSynchronize", 116.0, 2.0, correlation=9),
+        _x("cuda_runtime", "cudaLaunchKernel", 140.5, 1.0, correlation=10),
+        _x("cuda_runtime", "cudaLaunchKernel", 200.0, 1.0, correlation=11),  # outside every frame
+    ]
+    trace = load_trace(_trace_file(tmp_path, events))
+    stacks = [trace.stacks[i] if i >= 0 else None for i in trace.api["py_stack_id"]]
+    assert [(f.file, f.line, f.function) for f in stacks[0]] == [("train.py", 12, "step"), ("train.py", 30, "<module>")]
+    assert [f.file for f in stacks[1]] == ["<stdlib>/typing.py", "train.py"]
+    assert stacks[2] is None
+    assert trace.api["start"].tolist() == [16_000, 40_500, 100_000]  # ns from the first event (ts 100.0 us)
+
+
+def test_copies_take_their_direction_and_memories_from_their_names(tmp_path: Path) -> None:
+    events = [
+        _x("cuda_runtime", "cudaMemcpyAsync", 10.0, 5.0, correlation=1),
+        _x("gpu_memcpy", "Memcpy DtoH (Device -> Pageable)", 12.0, 1.0, correlation=1, device=0, stream=7, bytes=4),
+        _x("cuda_runtime", "cudaMemsetAsync", 20.0, 1.0, correlation=2),
+        _x("gpu_memset", "Memset (Device)", 21.0, 1.0, correlation=2, device=0, stream=7, bytes=64),
+    ]
+    ops = load_trace(_trace_file(tmp_path, events)).gpu_ops
+    assert ops["op"].astype(str).tolist() == ["memcpy", "memset"]
+    assert ops[["copy_direction", "src_memory", "dst_memory"]].astype(str).values.tolist()[0] == [
+        "DtoH",
+        "device",
+        "pageable",
+    ]
+    assert ops["dst_memory"].astype(str).tolist()[1] == "device"
+    assert ops["launch_start"].tolist() == [0, 10_000] and ops["bytes"].tolist() == [4, 64]
+
+
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [
+        (b'{"traceEvents": [{"ph": "X", "ts": "soon"}]}', "not a torch.profiler trace nsync can read"),
+        (b'{"traceEvents": [', "not valid JSON"),
+        (gzip.compress(b'{"traceEvents": []}')[:-9], "cannot read the trace"),
+    ],
+)
+def test_a_damaged_trace_is_one_line_error(tmp_path: Path, content: bytes, said: str) -> None:
+    path = tmp_path / "bad.json.gz"
+    path.write_bytes(content)
+    with pytest.raises(TraceError, match=said) as err:
+        load_trace(path)
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.slow
+def test_nsync_analyze_takes_a_kineto_trace_by_its_content(h200, tmp_path: Path) -> None:
+    kineto = write_kineto(load_trace(h200("print_deg")), tmp_path / "run.pt.trace.json.gz")
+    quiet = subprocess.run(
+        [sys.executable, "-m", "nsync", "analyze", str(kineto), "-q"], capture_output=True, text=True, check=False
+    )
+    assert quiet.returncode == 0, quiet.stderr
+    assert quiet.stdout.startswith("verdict: fixing w_print.py:")
+    data = json.loads(
+        subprocess.run(
+            [sys.executable, "-m", "nsync", "analyze", str(kineto), "--json", "-"], capture_output=True, check=True
+        ).stdout
+    )
+    assert data["trace"]["profiler"] == "torch.profiler"
+
+
+def test_nsync_ranks_finds_torch_profiler_traces_in_a_folder(tmp_path: Path) -> None:
+    from nsync.ranks import rank_paths
+
+    for name in ("rank1.pt.trace.json.gz", "rank0.pt.trace.json.gz", "notes.txt"):
+        (tmp_path / name).write_bytes(b"{}")
+    assert [(rank, path.name) for rank, path in rank_paths([tmp_path])] == [
+        (0, "rank0.pt.trace.json.gz"),
+        (1, "rank1.pt.trace.json.gz"),
+    ]
