@@ -56,3 +56,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_fixtures.py
 	$(BIN)/python -m benchmarks.bench_scale
 	$(BIN)/python -m benchmarks.bench_ranks
+	$(BIN)/python -m benchmarks.bench_kineto
