@@ -209,7 +209,7 @@ def _api(
     rows = sorted(i for cat in API_CATEGORIES for i in by_cat.get(cat, []))
     names = pd.Series([events[i].name for i in rows], dtype=object)
     if keep is not None and len(rows):
-        kept = names.map(lambda n: bool(keep(n))).to_numpy(bool) if len(names) < 64 else _kept(names, keep)
+        kept = _kept(names, keep)
         rows, names = [r for r, k in zip(rows, kept) if k], names[kept].reset_index(drop=True)
     start = _ns(events, rows, "ts") - base_ns
     frame = pd.DataFrame(

@@ -299,7 +299,9 @@ def _step_hooks():
     if _hooks:
         return _hooks
     nvtx = None
-    if not _CALIBRATE_DIR:
+    # never import torch here: a program that has not (nsync.step() first) would have torch's import install these
+    # hooks again, inside this call
+    if not _CALIBRATE_DIR and "torch" in sys.modules:
         with contextlib.suppress(Exception):  # no CUDA build: nothing to mark
             import torch.version
 
@@ -321,7 +323,8 @@ def _step_hooks():
             _flush()
             raise SystemExit(0)
 
-    _hooks.extend((before_step, after_step))
+    if not _hooks:  # (made once, whoever asked first)
+        _hooks.extend((before_step, after_step))
     return _hooks
 
 
