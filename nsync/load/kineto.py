@@ -34,13 +34,13 @@ import numpy as np
 import pandas as pd
 
 from nsync.errors import TraceError
-from nsync.load.model import Frame, StackTable, Trace
-from nsync.load.readers import COPY_DIRECTIONS, GPU_OP_KINDS, MEMORY_OF_KIND, PID_MASK
+from nsync.load.model import EVENT_LINK_COLUMNS, Frame, StackTable, Trace
+from nsync.load.readers import COPY_DIRECTIONS, GPU_OP_KINDS, MEMORY_OF_KIND, PID_MASK, with_launches
+from nsync.marks import STEP_MARK
 from nsync.notices import Notice
 
 Progress = Callable[[str], None]
 GZIP_MAGIC = b"\x1f\x8b"
-STEP_MARK = "nsync: optimizer step"  # nsync.marks.STEP_MARK (the loader sits below nsync.marks' users)
 OPTIMIZER_STEP = re.compile(r"^Optimizer\.step#")
 _FRAME_NAME = re.compile(r"^(?P<file>.*)\((?P<line>\d+)\): (?P<function>.*)$")
 _COPY_NAME = re.compile(r"^Memcpy (?P<direction>\w+) \((?P<src>[\w ]+) -> (?P<dst>[\w ]+)\)")
@@ -114,7 +114,7 @@ def load_kineto(
     api["py_stack_id"] = _stacks_of_calls(python, api, stacks)
     ranges = _ranges(events, by_cat.get("user_annotation", []), base_ns)
     api, gpu_ops, ranges = _in_window(window_s, api, gpu_ops, ranges)
-    gpu_ops = _with_launches(gpu_ops, api)
+    gpu_ops = with_launches({c: gpu_ops[c].values for c in gpu_ops}, api)[0]
     spans = [frame[c] for frame in (api, gpu_ops) for c in ("start", "end") if len(frame)]
     trace = Trace(
         path=path,
@@ -123,8 +123,8 @@ def load_kineto(
         api=api,
         gpu_ops=gpu_ops,
         gpu_busy_extra=pd.DataFrame({c: np.zeros(0, np.int64) for c in ("start", "end", "global_pid")}),
-        sync_activity=_empty(("global_pid", "correlation_id", "device_id", "stream_id", "event_id", "event_sync_id")),
-        cuda_events=_empty(("global_pid", "correlation_id", "device_id", "stream_id", "event_id", "event_sync_id")),
+        sync_activity=_empty(EVENT_LINK_COLUMNS),
+        cuda_events=_empty(EVENT_LINK_COLUMNS),
         nvtx_ranges=ranges,
         py_samples=_empty(("start", "global_tid", "stack_id")),
         callchains=pd.DataFrame(
@@ -251,34 +251,13 @@ def _gpu_ops(events: list[_Event], by_cat: dict[str, list[int]], base_ns: int, h
             "correlation_id": _arg(events, rows, "correlation"),
             "bytes": np.maximum(_arg(events, rows, "bytes"), 0),
             "op": pd.Categorical(kind, categories=list(GPU_OP_KINDS)),
-            "name": names.where(kind == "kernel", kind).astype("category"),
+            "name": names.where(kind == "kernel").astype("category"),  # (a copy's or memset's: none, as nsys's)
             "copy_direction": pd.Categorical(copies["direction"], categories=list(COPY_DIRECTIONS)),
             "src_memory": pd.Categorical(src, categories=list(MEMORY_OF_KIND)),
             "dst_memory": pd.Categorical(dst, categories=list(MEMORY_OF_KIND)),
         }
     )
     return frame.sort_values("start", kind="stable").reset_index(drop=True)
-
-
-def _with_launches(ops: pd.DataFrame, api: pd.DataFrame) -> pd.DataFrame:
-    """Each op's launching call (by correlation id); an op whose call is not in the trace: its GPU start."""
-    by_id = pd.Index(api["correlation_id"].to_numpy())
-    row = by_id.get_indexer(ops["correlation_id"].to_numpy()) if by_id.is_unique else _first_rows(by_id, ops)
-    row = np.where(ops["correlation_id"].to_numpy() >= 0, row, -1)
-    found = row >= 0
-    start, end, tid = (api[c].to_numpy() for c in ("start", "end", "global_tid"))
-    at = np.maximum(row, 0)
-    return ops.assign(
-        launch_start=np.where(found, start[at] if len(api) else 0, ops["start"]),
-        launch_end=np.where(found, end[at] if len(api) else 0, ops["start"]),
-        launch_tid=np.where(found, tid[at] if len(api) else 0, -1),
-    )
-
-
-def _first_rows(index: pd.Index, ops: pd.DataFrame) -> np.ndarray:
-    first = pd.Series(np.arange(len(index)), index=index)
-    first = first[~first.index.duplicated()]
-    return first.reindex(ops["correlation_id"].to_numpy()).fillna(-1).to_numpy(np.int64)
 
 
 def _python_events(events: list[_Event], rows: list[int], base_ns: int) -> pd.DataFrame:
