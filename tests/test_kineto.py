@@ -180,3 +180,11 @@ def test_nsync_ranks_finds_torch_profiler_traces_in_a_folder(tmp_path: Path) -> 
         (0, "rank0.pt.trace.json.gz"),
         (1, "rank1.pt.trace.json.gz"),
     ]
+
+
+def test_a_standard_library_frame_from_kineto_is_no_users_file() -> None:
+    """Kineto writes the stdlib's typing.py as 'typing.py'; the loader names it '<stdlib>/typing.py', which the call
+    sites must read as the standard library's (the site is the user's frame outside it)."""
+    from nsync.stages.callsites import is_user_file
+
+    assert not is_user_file("<stdlib>/typing.py") and is_user_file("train.py")

@@ -27,7 +27,7 @@ TORCH_FILE = (
     r"|[/\\]torch[/\\](_[a-z_]+|nn|optim|autograd|cuda|utils|amp|fx|jit|distributed)[/\\.]"
 )
 _LIBRARY_FILE = re.compile(
-    r"(site-packages|dist-packages)[/\\]|^<frozen |[/\\]lib[/\\]python\d+(\.\d+)?[/\\]|" + TORCH_FILE
+    r"(site-packages|dist-packages)[/\\]|^<frozen |^<stdlib>/|[/\\]lib[/\\]python\d+(\.\d+)?[/\\]|" + TORCH_FILE
 )
 _RUNTIME_MODULE = re.compile(r"lib(cuda|cudart|cupti|nvidia-|nvrtc|c\.so|pthread)|ld-linux|python\d")
 SAMPLE_LOOKBACK_NS = 5_000_000  # a sampling mark this long before a sync can still name its line
@@ -89,7 +89,7 @@ PRINT_HINT = (
 
 
 _PYTORCH_OR_STDLIB_FILE = re.compile(
-    TORCH_FILE + r"|^<frozen |[/\\]lib[/\\]python\d+(\.\d+)?[/\\](?!site-packages|dist-packages)"
+    TORCH_FILE + r"|^<frozen |^<stdlib>/|[/\\]lib[/\\]python\d+(\.\d+)?[/\\](?!site-packages|dist-packages)"
 )
 SITE_KEYS = ["file", "line", "function", "sync_file", "sync_line", "sync_function"]  # what makes a call site
 STACK_COLUMNS = ("stack_id", "callsite_source")  # what assign_stacks adds to each sync
