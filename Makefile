@@ -4,6 +4,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 FLOOR := .venv-floor
+# A CPU build of torch where this machine keeps one (the torch.profiler tests need it; PyPI's is a CUDA build)
+TORCH_CPU_WHEEL ?= $(firstword $(wildcard /opt/wheels/torch-*+cpu-*.whl))
 
 .PHONY: demo test test-quick test-floor lint docs bench system-deps clean
 
@@ -11,6 +13,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[test]'
+	$(if $(TORCH_CPU_WHEEL),$(BIN)/pip install -q '$(TORCH_CPU_WHEEL)',@echo "no CPU torch wheel: the torch.profiler tests are skipped")
 	touch $(STAMP)
 
 system-deps:

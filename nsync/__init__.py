@@ -11,6 +11,7 @@ Library first; each command is a function that returns one typed, versioned resu
     >>> saved = nsync.load_result(Path("result.json"))              # what --json wrote, back (--from)
     >>> if nsync.fixed(): ...         # in a program: which version `nsync measure train.py` runs now
     >>> nsync.step()                  # in a loop without an optimizer: the end of one of its steps
+    >>> with nsync.capture(steps=40) as run: train()     # torch.profiler around a block; `run` shows the report
 
 Every result renders through ``nsync.write`` (by suffix) or one function per format, each
 ``render_FORMAT(result, nsync.RenderOptions(...)) -> str``. Modules load on first use, so ``nsync --help``
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from nsync.errors import EXIT_CODES, NsyncError, NsysError, TraceError, UsageError
     from nsync.load import Trace, load_trace
     from nsync.measuring import MeasureOptions, measure, measure_lines, measure_switched
+    from nsync.notebook import CapturedRun, capture
     from nsync.notices import Notice
     from nsync.nsys import CaptureOptions
     from nsync.nsys.window import CaptureWindow
@@ -84,6 +86,8 @@ _LAZY = {
     "step": "nsync.ab",
     "CaptureOptions": "nsync.nsys",
     "CaptureWindow": "nsync.nsys.window",
+    "capture": "nsync.notebook",
+    "CapturedRun": "nsync.notebook",
 }
 
 __all__ = [
@@ -92,6 +96,7 @@ __all__ = [
     "AnalysisConfig",
     "CaptureOptions",
     "CaptureWindow",
+    "CapturedRun",
     "Diff",
     "MeasureOptions",
     "Measurement",
@@ -110,6 +115,7 @@ __all__ = [
     "analyze",
     "analyze_ranks",
     "calibration_of",
+    "capture",
     "diff",
     "fixed",
     "load_result",

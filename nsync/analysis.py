@@ -102,7 +102,7 @@ def run_stages(
     config = config or AnalysisConfig()
     say = progress or (lambda _stage: None)
     calibrated_by = calibration_of(source, calibration)
-    trace = _trace(source, config, say)
+    trace = _trace(source, config, say, source_dirs)
     if not trace.has_cuda or trace.gpu_ops.empty:
         return _empty(trace, config, _empty_reason(trace, config))
     found = _found(trace, config, say)
@@ -312,7 +312,7 @@ def _replayed(
     return predicted, callsites
 
 
-def _trace(source: str | Path | Trace, config: AnalysisConfig, say: Say) -> Trace:
+def _trace(source: str | Path | Trace, config: AnalysisConfig, say: Say, source_dirs: list[Path] | None) -> Trace:
     """The loaded trace, exporting an .nsys-rep to a temporary SQLite first."""
     if isinstance(source, Trace):
         return source
@@ -322,6 +322,7 @@ def _trace(source: str | Path | Trace, config: AnalysisConfig, say: Say) -> Trac
         keep_api=is_relevant_api,
         window_s=config.window_s,
         max_memory_bytes=config.max_memory_bytes,
+        source_dirs=source_dirs,
     )
     if Path(source).suffix in (".nsys-rep", ".qdrep"):
         from nsync.nsys import exported

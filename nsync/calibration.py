@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from nsync.commands import trace_stem
 from nsync.errors import TraceError
 from nsync.jsonfile import read_versioned
 
@@ -68,12 +69,9 @@ class Calibration:
 
 
 def beside(trace: Path) -> Path:
-    """Where ``nsync profile`` writes the calibration of ``trace`` (NAME.sqlite, NAME.sqlite.xz or
-    NAME.nsys-rep): NAME.calibration.json next to it."""
-    name = trace.name
-    for suffix in (".sqlite.xz", ".sqlite", ".nsys-rep"):
-        name = name.removesuffix(suffix)
-    return trace.with_name(name + SUFFIX)
+    """Where ``nsync profile`` writes the calibration of ``trace`` (NAME.sqlite, NAME.sqlite.xz, NAME.nsys-rep
+    or NAME.pt.trace.json.gz): NAME.calibration.json next to it."""
+    return trace.with_name(trace_stem(trace) + SUFFIX)
 
 
 def pooled(runs: list[Calibration]) -> Calibration:

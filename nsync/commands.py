@@ -47,3 +47,17 @@ def output_name(target: Sequence[str], module: str | None) -> str:
     if not target:
         return "nsync"
     return next((Path(arg).stem for arg in target if arg.endswith(".py")), Path(target[0]).name)
+
+
+# the names of what nsync profile writes, and of the traces nsync reads: NAME then one of these
+TRACE_SUFFIXES = (".sqlite.xz", ".sqlite", ".nsys-rep", ".pt.trace.json.gz", ".pt.trace.json", ".json.gz", ".json")
+
+
+def trace_stem(trace: Path) -> str:
+    """A trace's name without its suffix (``run.sqlite``, ``run.pt.trace.json.gz``: ``run``), as the outputs
+    written beside it are named."""
+    name = trace.name
+    for suffix in TRACE_SUFFIXES:
+        if name.endswith(suffix):
+            return name.removesuffix(suffix)
+    return trace.stem

@@ -32,10 +32,18 @@ class TraceError(NsyncError):
     exit_code = 1
 
 
-class NsysError(NsyncError):
-    """nsys is missing or failed."""
+class ProfilerError(NsyncError):
+    """The profiler (nsys, or torch.profiler) is missing or failed."""
 
     exit_code = 4
+
+
+class NsysError(ProfilerError):
+    """nsys is missing or failed."""
+
+
+class TorchProfilerError(ProfilerError):
+    """``nsync profile --backend torch``: the program could not start, or torch.profiler wrote no trace."""
 
 
 class GateFailed(NsyncError):
@@ -71,6 +79,7 @@ EXIT_CODES: dict[int, str] = {
     "nsync profile of a program that used no CUDA within --wait-for-steps seconds",
     3: "a CI gate failed: nsync diff --fail-on-regression (the candidate regressed), nsync measure "
     "--fail-on-regression (B measured slower) or nsync analyze --fail-above (a sync costs more than PCT % of a step)",
-    4: "nsys could not be found or failed (also: a `.nsys-rep` it could not export)",
+    4: "nsys could not be found or failed (also: a `.nsys-rep` it could not export); with --backend torch, "
+    "torch.profiler wrote no trace",
     130: "interrupted",
 }

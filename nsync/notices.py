@@ -17,6 +17,7 @@ NoticeCode = Literal[
     "python-frames",  # no Python line, and how to capture it
     "damaged-frames",  # Python backtraces that cannot be read
     "kineto-trace",  # a torch.profiler trace without what the figures need (CUDA activity)
+    "python-lines",  # a torch.profiler trace whose program files are not readable: lines are functions' first
     # the analysis
     "no-cuda",  # nothing to attribute: no CUDA activity, no GPU work, or none in the chosen window
     "processes-pooled",  # several processes' figures pooled

@@ -1,4 +1,5 @@
-"""``nsync profile``: capture a program under nsys, export, and analyse, as one public function."""
+"""``nsync profile``: capture a program under nsys (or torch.profiler), export, and analyse, as one public
+function."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TypeVar
 
 from nsync.analysis import analyze
 from nsync.calibration import Calibration, beside, pooled, write_calibration
@@ -26,15 +28,19 @@ from nsync.nsys import (
     find_nsys,
     run_capture,
 )
-from nsync.nsys.window import CaptureWindow, is_python, no_cuda_said, no_torch_said, window_of
+from nsync.nsys.window import CaptureWindow, WindowOutcome, is_python, no_cuda_said, no_torch_said, window_of
 from nsync.render.options import RenderOptions
 from nsync.render.patch import SWITCH, render_switch
 from nsync.report import Analysis
 from nsync.settings import setting
+from nsync.torch_run import run_torch_capture
 from nsync.words import counted
 
 Say = Callable[[str], None]
 CAPTURE_RANGES = ("cudaProfilerApi", "nvtx")
+BACKENDS = ("nsys", "torch", "auto")
+# what only nsys does: not with --backend torch
+NSYS_ONLY = ("capture_range", "nvtx_range", "python_sampling", "cpu_sampling", "nsys_arg", "nsys_path")
 
 
 @dataclass(frozen=True)
@@ -45,7 +51,9 @@ class ProfileOptions:
     ``run_to_end``; a program without optimizer steps is captured for ``duration`` seconds (20) once it has used
     CUDA ``wait_for_steps`` seconds (60). ``whole_run`` (or a ``capture_range``): no window, the whole run (nsys
     stopped after ``duration`` seconds, if given). ``calibrate``: run the program ``calibration_runs`` times
-    without the profiler first, to fit predictions to its own speed; ``cpus``: pin both runs to these CPUs."""
+    without the profiler first, to fit predictions to its own speed; ``cpus``: pin both runs to these CPUs.
+    ``backend``: the profiler: ``nsys``, ``torch`` (torch.profiler, started and stopped in the program), or
+    ``auto`` (nsys where one that records Python backtraces is found, else torch.profiler)."""
 
     module: str | None = None  # run python -m MODULE
     out_dir: Path = Path("nsync-out")
@@ -72,8 +80,16 @@ class ProfileOptions:
     rerun_whole_s: float = CaptureWindow.rerun_whole_s  # a program that ends before its window this soon: rerun whole
     program_output: str = "stdout"  # where the program's own stdout goes: "stdout", or "stderr" (JSON on stdout)
     label_runs: bool = False  # a line before each run's output, where it goes: which run it is
+    backend: str = "nsys"  # nsys | torch | auto
 
     def __post_init__(self) -> None:
+        if self.backend not in BACKENDS:
+            raise UsageError(f"{setting('ProfileOptions.backend')} must be nsys, torch or auto, not {self.backend!r}")
+        if self.backend == "torch":
+            default = ProfileOptions()
+            nsys_only = [setting(f"ProfileOptions.{n}") for n in NSYS_ONLY if getattr(self, n) != getattr(default, n)]
+            if nsys_only:
+                raise UsageError(f"{', '.join(nsys_only)}: nsys's, not with {setting('ProfileOptions.backend')} torch")
         if self.program_output not in ("stdout", "stderr"):
             raise UsageError(f"{setting('ProfileOptions.program_output')} must be stdout or stderr")
         if self.capture_range not in (None, *CAPTURE_RANGES):
@@ -118,11 +134,16 @@ class ProfileOptions:
 @dataclass(frozen=True)
 class ProfileResult:
     analysis: Analysis
-    sqlite: Path
-    report: Path | None
+    trace: Path  # the SQLite export, or torch.profiler's trace (.pt.trace.json.gz)
+    report: Path | None  # the .nsys-rep, where kept
     exit_code: int  # the program's own exit code
     interrupted: bool
     calibration: Calibration | None = None
+
+    @property
+    def sqlite(self) -> Path:
+        """The trace (its name before torch.profiler traces could be captured)."""
+        return self.trace
 
 
 def prepare_output(out_dir: Path) -> None:
@@ -176,15 +197,18 @@ def profile(
     prepare_output(options.out_dir)
     if before is not None:
         before()
-    nsys = find_nsys(options.nsys_path)
+    nsys = _nsys_backend(options, tell)
     capture = _windowed(options.capture(target), command, tell)
     if options.cpus:
         tell(f"running the program on CPUs {', '.join(map(str, sorted(options.cpus)))}")
     with pinned(options.cpus):
         capture, calibration = _calibrated(command, capture, options, tell)
+        if nsys is None:
+            return _profiled_with_torch(command, capture, options, calibration, (tell, progress))
         _label(options, "the capture (under nsys)")
-        captured = _captured(nsys, command, capture, tell)
-    _said_window(captured, capture.window, tell)
+        tell(f"capturing with nsys {nsys.version_str} ({nsys.path})")
+        captured = _whole_if_early(lambda c: _capture(nsys, command, c, tell), capture, tell)
+    _said_window(captured.window, capture.window, tell)
     assert captured.report is not None
     tell(f"exporting {captured.report.name} to SQLite")
     sqlite = export_sqlite(nsys, captured.report, tell)
@@ -246,12 +270,49 @@ def _stop_where_nothing_runs(run: CalibrationRun, window: CaptureWindow | None) 
         raise NoCudaUsed(no_cuda_said(window, which) if run.window.no_cuda else no_torch_said(which))
 
 
-def _captured(nsys: Nsys, command: Sequence[str], capture: CaptureOptions, tell: Say) -> CaptureResult:
+def _nsys_backend(options: ProfileOptions, tell: Say) -> Nsys | None:
+    """The nsys to capture with; None: capture with torch.profiler (``auto`` says why)."""
+    if options.backend == "torch":
+        return None
+    if options.backend == "nsys":
+        return find_nsys(options.nsys_path)
+    try:
+        nsys = find_nsys(options.nsys_path)
+    except NsysError as err:
+        tell(f"note: {err}: capturing with torch.profiler instead")
+        return None
+    if not nsys.records_python_frames:
+        tell(f"note: nsys {nsys.version_str} records no Python backtraces (2025.1 does): capturing with torch.profiler")
+        return None
+    return nsys
+
+
+def _profiled_with_torch(
+    command: Sequence[str],
+    capture: CaptureOptions,
+    options: ProfileOptions,
+    calibration: Calibration | None,
+    says: tuple[Say, Say | None],
+) -> ProfileResult:
+    """The capture under torch.profiler (nsync.torch_run) and its analysis."""
+    tell, progress = says
+    _label(options, "the capture (under torch.profiler)")
+    tell("capturing with torch.profiler (CPU and CUDA activity, Python frames)")
+    captured = _whole_if_early(lambda c: run_torch_capture(command, c, tell), capture, tell)
+    _said_window(captured.window, capture.window, tell)
+    tell("analysing")
+    analysis = analyze(captured.trace, options.config, progress=progress, calibration=calibration)
+    return ProfileResult(analysis, captured.trace, None, captured.exit_code, captured.interrupted, calibration)
+
+
+Captured = TypeVar("Captured")
+
+
+def _whole_if_early(capture_with: Callable[[CaptureOptions], Captured], capture: CaptureOptions, tell: Say) -> Captured:
     """The capture; a program that ended before its window opened, soon enough, captured again whole."""
-    tell(f"capturing with nsys {nsys.version_str} ({nsys.path})")
     began = time.monotonic()
     try:
-        return _capture(nsys, command, capture, tell)
+        return capture_with(capture)
     except WindowNeverOpened as never:
         took_s = time.monotonic() - began
         assert capture.window is not None
@@ -261,12 +322,11 @@ def _captured(nsys: Nsys, command: Sequence[str], capture: CaptureOptions, tell:
             f"the program ended after {counted(never.seen.optimizer_steps, 'optimizer step')} in {took_s:.1f} s, "
             "before its capture window opened: capturing its whole run instead"
         )
-        return run_capture(nsys, command, replace(capture, window=None), tell)
+        return capture_with(replace(capture, window=None))
 
 
-def _said_window(captured: CaptureResult, window: CaptureWindow | None, tell: Say) -> None:
+def _said_window(seen: WindowOutcome | None, window: CaptureWindow | None, tell: Say) -> None:
     """What the capture window did, where it did not do what was asked."""
-    seen = captured.window
     if seen is None or window is None:
         if seen is not None and seen.ended_program:
             tell(_ended())
@@ -322,7 +382,7 @@ def _after_calibration(options: CaptureOptions, run: CalibrationRun, tell: Say) 
     ended = " (ended after the window)" if seen is not None and seen.ended_program else ""
     tell(
         f"calibration run: {run.wall_s:.1f} s{ended}; the capture should take about {1.1 * run.wall_s + 3:.0f}-"
-        f"{2.2 * run.wall_s + 10:.0f} s (nsys slows a program 1.1-2.2x), then its export"
+        f"{2.2 * run.wall_s + 10:.0f} s (a profiler slows a program 1.1-2.2x), then its export"
     )
     return options
 

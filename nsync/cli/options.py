@@ -173,6 +173,14 @@ DurationOption = Annotated[
         metavar="SECONDS",
     ),
 ]
+BackendOption = Annotated[
+    str,
+    typer.Option(
+        help="The profiler: nsys; torch (torch.profiler, no nsys needed); auto (nsys where one recording Python "
+        "backtraces is found, else torch).",
+        metavar="nsys|torch|auto",
+    ),
+]
 CaptureRangeOption = Annotated[
     str | None, typer.Option(help="Capture only inside 'cudaProfilerApi' or 'nvtx' ranges.", metavar="KIND")
 ]
@@ -297,6 +305,12 @@ FLAG_OF_SETTING = {
     "ProfileOptions.whole_run=True": "--whole-run",
     "ProfileOptions.step_marks=False": "--no-step-marks",
     "ProfileOptions.capture_range": "--capture-range",
+    "ProfileOptions.backend": "--backend",
+    "ProfileOptions.nvtx_range": "--nvtx-range",
+    "ProfileOptions.python_sampling": "--python-sampling",
+    "ProfileOptions.cpu_sampling": "--cpu-sampling/--no-cpu-sampling",
+    "ProfileOptions.nsys_arg": "--nsys-arg",
+    "ProfileOptions.nsys_path": "--nsys",
     "ProfileOptions.steps": "--steps",
     "ProfileOptions.warmup_steps": "--warmup-steps",
     "ProfileOptions.run_to_end": "--run-to-end",

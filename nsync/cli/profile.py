@@ -1,4 +1,4 @@
-"""``nsync profile``: a program captured under nsys, with a calibration run first, then analysed."""
+"""``nsync profile``: a program captured under nsys (or torch.profiler), with a calibration run first, then analysed."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import typer
 import nsync
 from nsync.cli.app import Command, app, examples, reported, say
 from nsync.cli.options import (
+    BackendOption,
     BaseNameOption,
     CalibrateOption,
     CalibrationRunsOption,
@@ -46,6 +47,7 @@ from nsync.cli.options import (
     parse_cpus,
 )
 from nsync.cli.output import Outputs, View, emit, release
+from nsync.commands import trace_stem
 from nsync.errors import Interrupted
 
 
@@ -53,12 +55,13 @@ from nsync.errors import Interrupted
     "profile",
     cls=Command,
     context_settings={"allow_interspersed_args": False, "ignore_unknown_options": True},
-    short_help="Capture a program under nsys, then analyse it.",
+    short_help="Capture a program under nsys (or torch.profiler), then analyse it.",
     epilog=examples(
         "nsync profile train.py --epochs 1",
         "nsync profile -m mypkg.train --lr 3e-4",
         "nsync profile --steps 100 --warmup-steps 50 train.py",
         "nsync profile --whole-run train.py",
+        "nsync profile --backend torch train.py   # torch.profiler: no nsys needed",
         "nsync profile -o runs --name base -- torchrun --nproc-per-node 1 train.py",
     ),
 )
@@ -83,6 +86,7 @@ def profile_command(
     run_to_end: RunToEndOption = False,
     wait_for_steps: WaitForStepsOption = None,
     duration: DurationOption = None,
+    backend: BackendOption = "nsys",
     capture_range: CaptureRangeOption = None,
     nvtx_range: NvtxRangeOption = None,
     python_sampling: Annotated[bool, typer.Option(help="Also sample Python stacks (nsys >= 2023.4).")] = False,
@@ -102,7 +106,7 @@ def profile_command(
 
     PROGRAM is SCRIPT [ARGS]... (a .py file), -m MODULE [ARGS]..., or -- COMMAND [ARGS]... By default the
     program runs 10 optimizer steps, nsys captures the next 40, and the program is then ended: once without
-    the profiler first (the calibration run), then under nsys."""
+    the profiler first (the calibration run), then under nsys (--backend torch: torch.profiler)."""
     parameters = dict(locals())
     config = nsync.AnalysisConfig(step_range=step_range)
     # stdout is the JSON's where it is asked there: the program's own output then goes to stderr
@@ -112,8 +116,8 @@ def profile_command(
     outputs = Outputs(json_path, html_path, markdown_path, db_path, suggest_patch, suggest_switch)
     tell = (lambda _message: None) if quiet else say  # -q: errors alone on stderr
     result = nsync.profile(target or [], options, say=tell, progress=release, before=outputs.check)
-    tell(f"wrote {result.sqlite}" + (f" and {result.report}" if result.report else ""))
-    html = html_path or out_dir / f"{result.sqlite.stem}.html"
+    tell(f"wrote {result.trace}" + (f" and {result.report}" if result.report else ""))
+    html = html_path or out_dir / f"{trace_stem(result.trace)}.html"
     view = View(top, quiet, verbose, tuple(source_dir or ()))
     complete = emit(result.analysis, dataclasses.replace(outputs, html=html), view)
     if result.analysis.verdict is not None and result.analysis.verdict.measure and not quiet:

@@ -38,19 +38,21 @@ def load_trace(
     keep_api: Callable[[str], bool] | None = None,
     window_s: tuple[float, float | None] | None = None,
     max_memory_bytes: int | None = None,
+    source_dirs: list[Path] | None = None,
 ) -> Trace:
     """Load ``path`` (``.sqlite``, ``.sqlite.xz``, or a torch.profiler ``.json[.gz]``, told by its content) read-only.
 
     ``keep_api`` (a test on API names) leaves out calls the caller has no use for, before they are read.
     ``window_s`` reads only what starts in that part of the capture (seconds from its start). A trace
     that would not fit in ``max_memory_bytes`` (default: the memory available) is read for as much of
-    its time as fits, with a warning. Raises :class:`nsync.errors.TraceError` when the file cannot be
-    analysed.
+    its time as fits, with a warning. ``source_dirs``: where else a torch.profiler trace's program files are
+    looked for, to place its frames on their lines (nsync.load.frame_lines). Raises
+    :class:`nsync.errors.TraceError` when the file cannot be analysed.
     """
     say = progress or (lambda _msg: None)
     require_file(Path(path))
     if kineto.is_kineto(Path(path)):
-        return kineto.load_kineto(Path(path), say, keep_api, window_s)
+        return kineto.load_kineto(Path(path), say, keep_api, window_s, source_dirs)
     with sqlite_file(Path(path), say) as sqlite_path:
         db = open_export(sqlite_path, name=Path(path))
         try:

@@ -7,24 +7,17 @@ event, as nsys's are from its session's start):
 - ``cuda_runtime`` / ``cuda_driver`` events -> ``api`` (their ``args.correlation`` links them to GPU work);
 - ``kernel`` / ``gpu_memcpy`` / ``gpu_memset`` -> ``gpu_ops``; a copy's direction and memories from its name
   (``Memcpy DtoH (Device -> Pageable)``), as CUPTI words them;
-- ``python_function`` events (``with_stack=True``) -> the Python stack of each call: the innermost Python frame
-  on the call's thread whose interval holds the call, and its parents (``Python parent id``); C functions
-  (``<built-in ...>``) are left out, as nsys's Python backtraces leave them out;
+- ``python_function`` events (``with_stack=True``) -> the Python stack of each call (nsync.load.kineto_stacks),
+  each frame placed on its line from the source (nsync.load.frame_lines);
 - ``user_annotation`` (``record_function``, ``ProfilerStep#N``) -> ``nvtx_ranges``; PyTorch's own
   ``Optimizer.step#SGD.step`` annotations stand for nsync's optimizer-step marks where the trace has none;
 - ``deviceProperties`` -> ``gpus``; ``thread_name`` metadata -> ``threads``.
-
-Kineto writes file names with the ``sys.path`` prefix cut off (``torch/nn/modules/module.py``, ``typing.py``,
-``train.py``): a standard-library module becomes ``<stdlib>/typing.py``, a file in a package folder
-``site-packages/PKG/...`` (unless the program itself runs from that package), a top-level file stays the
-user's.
 """
 
 from __future__ import annotations
 
 import gzip
 import re
-import sys
 import zlib
 from collections.abc import Callable
 from pathlib import Path
@@ -34,17 +27,21 @@ import numpy as np
 import pandas as pd
 
 from nsync.errors import TraceError
-from nsync.load.model import EVENT_LINK_COLUMNS, Frame, StackTable, Trace
+from nsync.load.frame_lines import FrameLines
+from nsync.load.kineto_stacks import python_frames, stacks_of_calls
+from nsync.load.model import EVENT_LINK_COLUMNS, StackTable, Trace
 from nsync.load.readers import COPY_DIRECTIONS, GPU_OP_KINDS, MEMORY_OF_KIND, PID_MASK, with_launches
 from nsync.marks import STEP_MARK
 from nsync.notices import Notice
+from nsync.source import search_folders
 
 Progress = Callable[[str], None]
 GZIP_MAGIC = b"\x1f\x8b"
 OPTIMIZER_STEP = re.compile(r"^Optimizer\.step#")
-_FRAME_NAME = re.compile(r"^(?P<file>.*)\((?P<line>\d+)\): (?P<function>.*)$")
 _COPY_NAME = re.compile(r"^Memcpy (?P<direction>\w+) \((?P<src>[\w ]+) -> (?P<dst>[\w ]+)\)")
 _SET_NAME = re.compile(r"^Memset \((?P<dst>[\w ]+)\)")
+_AT_BYTE = re.compile(r"\(byte (\d+)\)")
+MAX_QUOTE_REPAIRS = 100  # stray quotes escaped before a trace is called damaged
 GPU_CATEGORIES = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
 API_CATEGORIES = ("cuda_runtime", "cuda_driver")
 
@@ -97,11 +94,13 @@ def load_kineto(
     progress: Progress | None = None,
     keep_api: Callable[[str], bool] | None = None,
     window_s: tuple[float, float | None] | None = None,
+    source_dirs: list[Path] | None = None,
 ) -> Trace:
-    """The trace in ``path``; TraceError (one line) where it is no Chrome trace nsync can read."""
+    """The trace in ``path``; TraceError (one line) where it is no Chrome trace nsync can read. ``source_dirs``:
+    where else the program's files are looked for (its frames are placed on their lines from them)."""
     say = progress or (lambda _msg: None)
     say("reading the torch.profiler trace")
-    data = _decoded(path)
+    data, repaired = _decoded(path)
     events = data.traceEvents
     say(f"arranging {len(events):,} events")
     by_cat = _indices_by(events, lambda e: e.cat)
@@ -110,8 +109,8 @@ def load_kineto(
     api = _api(events, by_cat, base_ns, host_pid, keep_api)
     gpu_ops = _gpu_ops(events, by_cat, base_ns, host_pid)
     python = _python_events(events, by_cat.get("python_function", []), base_ns)
-    stacks = StackTable()
-    api["py_stack_id"] = _stacks_of_calls(python, api, stacks)
+    stacks, lines = StackTable(), FrameLines(search_folders(path, source_dirs))
+    api["py_stack_id"] = stacks_of_calls(python, api, stacks, lines)
     ranges = _ranges(events, by_cat.get("user_annotation", []), base_ns)
     api, gpu_ops, ranges = _in_window(window_s, api, gpu_ops, ranges)
     gpu_ops = with_launches({c: gpu_ops[c].values for c in gpu_ops}, api)[0]
@@ -142,23 +141,56 @@ def load_kineto(
         span_ns=(min(int(s.min()) for s in spans), max(int(s.max()) for s in spans)) if spans else None,
         capture={"profiler": "torch.profiler"},
     )
-    trace.warnings.extend(_warnings(trace, len(python)))
+    trace.warnings.extend(_warnings(trace, int((~python["is_c"]).sum()), lines))
+    if repaired:
+        trace.warnings.append(
+            Notice(
+                "kineto-trace",
+                f"{repaired} quote{'s' if repaired > 1 else ''} inside this trace's strings were not escaped (a "
+                "torch.profiler export's fault): read as part of the string; names there may be cut",
+            )
+        )
     return trace
 
 
-def _decoded(path: Path) -> _File:
+def _decoded(path: Path) -> tuple[_File, int]:
+    """The trace's events, and how many stray quotes inside its strings were escaped to read it."""
     try:
         raw = path.read_bytes()
         if raw.startswith(GZIP_MAGIC):
             raw = gzip.decompress(raw)
     except (OSError, EOFError, zlib.error, gzip.BadGzipFile) as err:
         raise TraceError(f"{path}: cannot read the trace ({err})") from err
+    for repaired in range(MAX_QUOTE_REPAIRS + 1):
+        decoded, error = _decode(raw, path)
+        if decoded is not None:
+            return decoded, repaired
+        quote = _stray_quote(raw, error)
+        if quote is None:
+            break
+        raw = raw[:quote] + b"\\" + raw[quote:]
+    raise TraceError(f"{path}: not valid JSON ({error})")
+
+
+def _decode(raw: bytes, path: Path) -> tuple[_File | None, str]:
+    """The decoded trace, or None and the decoder's words where the JSON is malformed."""
     try:
-        return msgspec.json.decode(raw, type=_File)
+        return msgspec.json.decode(raw, type=_File), ""
     except msgspec.ValidationError as err:
         raise TraceError(f"{path}: not a torch.profiler trace nsync can read ({err})") from err
     except msgspec.DecodeError as err:
-        raise TraceError(f"{path}: not valid JSON ({err})") from err
+        return None, str(err)
+
+
+def _stray_quote(raw: bytes, error: str) -> int | None:
+    """Where a string ended too early (``"name": "a "b" c"``, as some Kineto builds write a name holding a quote):
+    the quote just before the byte the decoder stopped at, when it stopped wanting a ``,`` or ``}`` there."""
+    found = _AT_BYTE.search(error)
+    if found is None or "expected ','" not in error:
+        return None
+    at = int(found[1])
+    before = raw[:at].rstrip()
+    return len(before) - 1 if before.endswith(b'"') and not before.endswith(b'\\"') else None
 
 
 def _indices_by(events: list[_Event], key: Callable[[_Event], str]) -> dict[str, list[int]]:
@@ -261,107 +293,15 @@ def _gpu_ops(events: list[_Event], by_cat: dict[str, list[int]], base_ns: int, h
 
 
 def _python_events(events: list[_Event], rows: list[int], base_ns: int) -> pd.DataFrame:
-    """The Python frames (no C function), each with its parent row among them (-1: none)."""
-    names = pd.Series([events[i].name for i in rows], dtype=object)
-    python = ~names.str.startswith("<built-in").to_numpy(bool)
     start = _ns(events, rows, "ts") - base_ns
-    frame = pd.DataFrame(
-        {
-            "start": start,
-            "end": start + _ns(events, rows, "dur"),
-            "global_tid": _global_tids(events, rows),
-            "name": names,
-            "id": _arg(events, rows, "python_id"),
-            "parent": _arg(events, rows, "python_parent_id"),
-        }
+    return python_frames(
+        pd.Series([events[i].name for i in rows], dtype=object),
+        start,
+        start + _ns(events, rows, "dur"),
+        _global_tids(events, rows),
+        _arg(events, rows, "python_id"),
+        _arg(events, rows, "python_parent_id"),
     )
-    row_of_id = pd.Index(frame["id"]).get_indexer(frame["parent"])  # -1 where the parent is not in the trace
-    parent = np.where(frame["parent"].to_numpy() >= 0, row_of_id, -1)
-    while True:  # a C function's child: its parent is the nearest Python frame above it
-        through = (parent >= 0) & ~python[np.maximum(parent, 0)]
-        if not through.any():
-            break
-        parent[through] = parent[parent[through]]
-    frame["parent"] = parent
-    kept = np.flatnonzero(python)
-    renumber = np.full(len(frame), -1, np.int64)
-    renumber[kept] = np.arange(len(kept))
-    frame = frame.iloc[kept].reset_index(drop=True)
-    frame["parent"] = np.where(frame["parent"] >= 0, renumber[np.maximum(frame["parent"], 0)], -1)
-    return frame
-
-
-def _stacks_of_calls(python: pd.DataFrame, api: pd.DataFrame, stacks: StackTable) -> np.ndarray:
-    """Each call's Python stack (an id in ``stacks``, -1: none): from the innermost frame holding the call."""
-    if not len(python) or not len(api):
-        return np.full(len(api), -1, np.int64)
-    threads, thread_code = np.unique(python["global_tid"].to_numpy(), return_inverse=True)
-    order = np.lexsort((python["start"].to_numpy(), thread_code))
-    start, end, parent = (python[c].to_numpy() for c in ("start", "end", "parent"))
-    call_thread = np.searchsorted(threads, api["global_tid"].to_numpy())
-    known = (call_thread < len(threads)) & (threads[np.minimum(call_thread, len(threads) - 1)] == api["global_tid"])
-    t = api["start"].to_numpy()
-    # the last frame of the call's thread to start at or before the call, then up its parents to one that holds it
-    sorted_thread, sorted_start = thread_code[order], start[order]
-    offsets = np.searchsorted(sorted_thread, np.arange(len(threads) + 1))
-    at = np.full(len(api), -1, np.int64)
-    for k in range(len(threads)):  # one vectorised search per thread
-        calls = np.flatnonzero(known & (call_thread == k))
-        found = np.searchsorted(sorted_start[offsets[k] : offsets[k + 1]], t[calls], side="right") - 1
-        at[calls] = np.where(found >= 0, order[offsets[k] + np.maximum(found, 0)], -1)
-    while True:
-        outside = (at >= 0) & (end[np.maximum(at, 0)] < t)
-        if not outside.any():
-            break
-        at[outside] = parent[at[outside]]
-    return _interned(python, at, stacks)
-
-
-def _interned(python: pd.DataFrame, innermost: np.ndarray, stacks: StackTable) -> np.ndarray:
-    """Stack ids for the innermost frames given (-1 stays -1): each distinct chain of frames interned once."""
-    frames = _frames(python["name"])
-    parent = python["parent"].to_numpy()
-    ids = np.full(len(innermost), -1, np.int64)
-    used = np.unique(innermost[innermost >= 0])
-    chain_of: dict[int, int] = {}
-    for row in used.tolist():  # the distinct frames that hold calls: a few thousand at most in a long capture
-        chain, at = [], row
-        while at >= 0:
-            chain.append(frames[at])
-            at = int(parent[at])
-        chain_of[row] = stacks.intern(tuple(chain))
-    if len(used):
-        lookup = pd.Series(chain_of)
-        held = innermost >= 0
-        ids[held] = lookup.reindex(innermost[held]).to_numpy(np.int64)
-    return ids
-
-
-def _frames(names: pd.Series) -> list[Frame]:
-    codes, uniques = pd.factorize(names)
-    parsed = pd.Series(uniques, dtype=object).str.extract(_FRAME_NAME)
-    roots = {_top(f) for f in parsed.loc[parsed["function"] == "<module>", "file"].dropna()}
-    frames = [
-        Frame(str(name), str(name), 0) if pd.isna(file) else Frame(str(function), _file(str(file), roots), int(line))
-        for name, file, line, function in zip(uniques, parsed["file"], parsed["line"], parsed["function"])
-    ]
-    return [frames[c] for c in codes]
-
-
-def _top(file: str) -> str:
-    return file.split("/", 1)[0].removesuffix(".py")
-
-
-def _file(file: str, roots: set[str]) -> str:
-    """A file as Kineto wrote it, as the stages read files: stdlib and packages marked as such."""
-    if file.startswith(("/", "<")) or re.match(r"^[A-Za-z]:[\\/]", file):
-        return file
-    top = _top(file)
-    if top in sys.stdlib_module_names:
-        return f"<stdlib>/{file}"
-    if "/" in file and top not in roots:
-        return f"site-packages/{file}"
-    return file
 
 
 def _ranges(events: list[_Event], rows: list[int], base_ns: int) -> pd.DataFrame:
@@ -408,7 +348,7 @@ def _empty(columns: tuple[str, ...]) -> pd.DataFrame:
     return pd.DataFrame({c: np.zeros(0, np.int64) for c in columns})
 
 
-def _warnings(trace: Trace, python_frames: int) -> list[Notice]:
+def _warnings(trace: Trace, python_frames: int, lines: FrameLines) -> list[Notice]:
     """What the trace lacks, and which figures that takes away."""
     notes = []
     if not trace.has_cuda:
@@ -425,6 +365,16 @@ def _warnings(trace: Trace, python_frames: int) -> list[Notice]:
                 "python-frames",
                 "this torch.profiler trace has no Python frames: syncs are named by their CUDA call only; capture "
                 "with torch.profiler.profile(..., with_stack=True) to name Python lines",
+            )
+        )
+    if lines.unread and not lines.read:
+        named = ", ".join(sorted(lines.unread)[:3])
+        notes.append(
+            Notice(
+                "python-lines",
+                f"the program's files ({named}) are not readable here: torch.profiler names each Python frame by "
+                "its function's first line, and without the source nsync names the function, not the line that "
+                "synced (run from the program's folder, or pass --source-dir)",
             )
         )
     return notes

@@ -186,7 +186,7 @@ def _result(ended: _Ended, watch: HangWatch, options: CaptureOptions, say: Say) 
             report.unlink()  # nsys 2022.4 writes an empty report when its capture range never began
         if seen.no_cuda:
             raise NoCudaUsed(no_cuda_said(options.window, "under nsys"))
-        raise WindowNeverOpened(_never_opened(options.window, seen), seen)
+        raise WindowNeverOpened(never_opened(options.window, seen), seen)
     if report is None and options.window is not None and seen is not None and seen.opened_by and not seen.torch:
         raise NoCudaUsed(no_torch_said("under nsys"))
     if interrupted and report is None and seen is not None and not seen.opened_by:
@@ -239,7 +239,7 @@ class WindowNeverOpened(NsysError):
         self.seen = seen
 
 
-def _never_opened(window: CaptureWindow, seen: WindowOutcome) -> str:
+def never_opened(window: CaptureWindow, seen: WindowOutcome) -> str:
     if seen.optimizer_steps:
         return (
             f"nothing was captured: the program ended after {counted(seen.optimizer_steps, 'optimizer step')}, "

@@ -62,7 +62,9 @@ def after_step(optimizer, args, kwargs):
             os._exit(0)
 
 
-torch.optim.optimizer.register_optimizer_step_post_hook(after_step)
+from torch.optim.optimizer import register_optimizer_step_post_hook
+
+register_optimizer_step_post_hook(after_step)
 if os.environ.get("WHOLE") == "1":
     prof.start()
     state["on"] = True

@@ -28,6 +28,9 @@ few microseconds of host time and never waits; at exit the events are read and t
 successive ones is written to ``NSYNC_CALIBRATE_DIR/calibration-<pid>.json``: the program's own step
 times, unprofiled, with where the window began in each.
 
+Under ``nsync profile --backend torch`` (``NSYNC_TORCH_TRACE`` set) the window starts and stops torch.profiler
+instead of an NVTX range, and the step marks are ``record_function`` ranges (_nsync_kineto, beside this file).
+
 ``nsync measure`` given one command (``NSYNC_AB=B``, B steps a block) runs the program's two versions in one
 process: ``nsync.fixed()`` (nsync/ab.py) asks :func:`fixed` here which one the step in progress runs. During
 the window's warm-up they alternate step by step (both warm up); from the window on, in blocks of B optimizer
@@ -57,6 +60,10 @@ _CALIBRATE_DIR = os.environ.get("NSYNC_CALIBRATE_DIR")
 _MAX_EVENTS = 20_000  # per source: a long run keeps its first steps only
 _MAX_SOURCES = 64  # range names timed
 _events: dict = {}  # source ("marks", "nvtx:NAME") -> CUDA events in record order
+# nsync profile --backend torch: the window runs torch.profiler (_nsync_kineto, beside this file)
+_kineto = (
+    importlib.import_module("_nsync_kineto") if os.environ.get("NSYNC_TORCH_TRACE") and not _CALIBRATE_DIR else None
+)
 
 
 def _record(source):
@@ -192,9 +199,13 @@ class _Window:
         self.opened = how
         self.began_at = {source: len(events) for source, events in _events.items()}
         if not _CALIBRATE_DIR and "torch" in sys.modules:  # (without torch: nothing to capture, nsync says so)
-            from torch.cuda import nvtx
+            if _kineto is not None:
+                _safely("start torch.profiler", _kineto.start)
+                atexit.register(_safely, "write the torch.profiler trace", _kineto.stop)
+            else:
+                from torch.cuda import nvtx
 
-            self.range_id = nvtx.range_start(_WINDOW_RANGE)
+                self.range_id = nvtx.range_start(_WINDOW_RANGE)
         self.save()
 
     def close(self):
@@ -203,6 +214,8 @@ class _Window:
             from torch.cuda import nvtx
 
             nvtx.range_end(self.range_id)
+        if _kineto is not None:
+            _safely("write the torch.profiler trace", _kineto.stop)
         self.closed = True
         self.ending = not self.run_on
         self.save()
@@ -301,7 +314,7 @@ def _step_hooks():
     nvtx = None
     # never import torch here: a program that has not (nsync.step() first) would have torch's import install these
     # hooks again, inside this call
-    if not _CALIBRATE_DIR and "torch" in sys.modules:
+    if not _CALIBRATE_DIR and _kineto is None and "torch" in sys.modules:
         with contextlib.suppress(Exception):  # no CUDA build: nothing to mark
             import torch.version
 
@@ -313,10 +326,14 @@ def _step_hooks():
             _safely("open the capture window", _window.before_step)
         if nvtx is not None:
             nvtx.range_push(_MARK)
+        if _kineto is not None:
+            _safely("mark an optimizer step", _kineto.mark_begin)
 
     def after_step(optimizer, args, kwargs):
         if nvtx is not None:
             nvtx.range_pop()
+        if _kineto is not None:
+            _safely("mark an optimizer step", _kineto.mark_end)
         if _CALIBRATE_DIR:
             _safely("time an optimizer step", _record, "marks")
         if _window.active and _safely("close the capture window", _window.after_step):
@@ -390,6 +407,11 @@ def _opaque_to_compile(torch_module):
         fixed = importlib.import_module("torch.compiler").disable(fixed)
 
 
+def _profile_whole_run(torch_module):
+    _kineto.start()
+    atexit.register(_safely, "write the torch.profiler trace", _kineto.stop)
+
+
 def _run_shadowed_sitecustomize():
     here = os.path.dirname(os.path.abspath(__file__))
     rest = [p for p in sys.path if os.path.abspath(p or ".") != here]
@@ -410,6 +432,10 @@ if _switch is not None:
     _installs["torch"] = _opaque_to_compile
 if _CALIBRATE_DIR:
     _installs["torch.cuda.nvtx"] = _time_ranges
+if _kineto is not None:
+    _installs["torch.cuda.nvtx"] = _kineto.mirror_ranges
+    if not _window.active:  # the whole run: from torch's import to the program's exit
+        _installs["torch"] = _profile_whole_run
 sys.meta_path.insert(0, _AfterImport(_installs))
 _said_at = os.environ.get("NSYNC_WINDOW_DIR")
 if _said_at:  # the program started under nsys: were nsys to fail now, nsync must not run the program again

@@ -1,0 +1,96 @@
+"""Imported by nsync's sitecustomize when ``NSYNC_TORCH_TRACE`` names a file (``nsync profile --backend torch``):
+the capture window runs torch.profiler instead of nsys.
+
+The window's opening starts ``torch.profiler.profile`` (CPU and, on a CUDA build with a GPU, CUDA activity;
+``with_stack=True`` for the Python frames), its closing stops it and writes the Chrome trace (gzip where the
+name ends in ``.gz``; ``{pid}`` in the name is this process's id). Without a window (the whole run) it starts
+once torch is imported and stops at exit. Each optimizer step is a ``record_function`` range named as nsys's
+NVTX step mark, and the program's own ``torch.cuda.nvtx.range_push``/``range_pop`` are mirrored as
+``record_function`` ranges, so that the trace holds the same steps an nsys capture would.
+
+Like the sitecustomize, this module imports nothing of nsync's and raises nothing into the program.
+"""
+
+import os
+import sys
+
+_MARK = "nsync: optimizer step"  # nsync.marks.STEP_MARK
+_TRACE = os.environ.get("NSYNC_TORCH_TRACE", "")
+_state = {"profiler": None, "written": False}
+_open_ranges: list = []  # the record_function ranges entered by range_push, innermost last (None: not entered)
+_open_marks: list = []
+
+
+def start():
+    """Start the profiler (once; not again after its trace was written)."""
+    if _state["profiler"] is not None or _state["written"]:
+        return
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU]
+    if torch.version.cuda and torch.cuda.is_available():
+        activities.append(ProfilerActivity.CUDA)
+    profiler = profile(activities=activities, with_stack=True)
+    profiler.start()
+    _state["profiler"] = profiler
+
+
+def stop():
+    """Stop the profiler and write its trace (once)."""
+    profiler = _state["profiler"]
+    if profiler is None or _state["written"]:
+        return
+    _state["written"] = True
+    _state["profiler"] = None
+    torch = sys.modules["torch"]
+    if torch.cuda.is_initialized():
+        torch.cuda.synchronize()  # the GPU's last work ends inside the trace
+    while _open_marks:
+        _exit(_open_marks.pop())
+    profiler.stop()
+    profiler.export_chrome_trace(_TRACE.replace("{pid}", str(os.getpid())))
+
+
+def profiling():
+    return _state["profiler"] is not None
+
+
+def _enter(name):
+    from torch.autograd.profiler import record_function
+
+    scope = record_function(name)
+    scope.__enter__()
+    return scope
+
+
+def _exit(scope):
+    if scope is not None:
+        scope.__exit__(None, None, None)
+
+
+def mark_begin():
+    """An optimizer step begins: its range, while the profiler runs."""
+    if profiling():
+        _open_marks.append(_enter(_MARK))
+
+
+def mark_end():
+    if _open_marks:
+        _exit(_open_marks.pop())
+
+
+def mirror_ranges(nvtx_module):
+    """The program's NVTX ranges (torch.cuda.nvtx) also as record_function ranges, while the profiler runs."""
+    push, pop = nvtx_module.range_push, nvtx_module.range_pop
+
+    def range_push(msg, *args, **kwargs):
+        _open_ranges.append(_enter(msg) if profiling() and isinstance(msg, str) else None)
+        return push(msg, *args, **kwargs)
+
+    def range_pop(*args, **kwargs):
+        if _open_ranges:
+            _exit(_open_ranges.pop())
+        return pop(*args, **kwargs)
+
+    nvtx_module.range_push, nvtx_module.range_pop = range_push, range_pop

@@ -1,0 +1,122 @@
+"""nsync profile --backend torch and nsync.capture(): the capture under torch.profiler, with a real CPU build of
+torch (CI installs torch 2.13.0+cpu; make test). A CPU loop has no CUDA to price: what is checked is the capture
+itself (bounded by its window, its step marks, its trace read back) and the notebook display."""
+
+from __future__ import annotations
+
+import html
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import nsync
+from nsync.load import load_trace
+
+torch = pytest.importorskip("torch", reason="a CPU build of torch (make test installs it)")
+pytestmark = pytest.mark.slow
+
+LOOP = """import torch
+model = torch.nn.Linear(32, 4)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+x, y = torch.randn(64, 32), torch.randn(64, 4)
+for step in range(100_000):  # far longer than any window: only nsync's window ends it
+    loss = torch.nn.functional.mse_loss(model(x), y)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    loss.item()
+print("RAN TO THE END")
+"""
+
+
+def _profile(tmp_path: Path, *flags: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    (tmp_path / "loop.py").write_text(LOOP)
+    argv = [sys.executable, "-m", "nsync", "profile", "--python", sys.executable, *flags, "loop.py"]
+    return subprocess.run(
+        argv, cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env or dict(os.environ), check=False
+    )
+
+
+def test_backend_torch_captures_the_window_of_a_cpu_loop_and_ends_it(tmp_path: Path) -> None:
+    done = _profile(tmp_path, "--backend", "torch", "--steps", "5", "--warmup-steps", "3")
+    assert done.returncode == 0, done.stderr
+    assert "RAN TO THE END" not in done.stdout  # ended after its window, as under nsys
+    assert "capturing with torch.profiler" in done.stderr
+    trace = tmp_path / "nsync-out" / "loop.pt.trace.json.gz"
+    loaded = load_trace(trace)
+    # the window opens before step 3 and closes after step 3 + 5: six optimizer steps, each marked
+    assert loaded.nvtx_ranges["name"].tolist().count("nsync: optimizer step") == 6
+    assert loaded.capture["profiler"] == "torch.profiler" and not loaded.has_cuda
+    assert (tmp_path / "nsync-out" / "loop.html").is_file()
+
+
+def test_backend_auto_without_nsys_captures_with_torch_profiler_and_says_why(tmp_path: Path) -> None:
+    env = {**os.environ, "PATH": str(Path(sys.executable).parent), "NSYS": str(tmp_path / "no-nsys")}
+    done = _profile(tmp_path, "--backend", "auto", "--steps", "4", "--warmup-steps", "2", "--no-calibrate", env=env)
+    assert done.returncode == 0, done.stderr
+    assert "capturing with torch.profiler instead" in done.stderr
+    assert (tmp_path / "nsync-out" / "loop.pt.trace.json.gz").is_file()
+
+
+def test_an_nsys_flag_with_backend_torch_is_a_usage_error(tmp_path: Path) -> None:
+    done = _profile(tmp_path, "--backend", "torch", "--capture-range", "nvtx")
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1] == "nsync: error: --capture-range: nsys's, not with --backend torch"
+
+
+def _train(steps: int) -> None:
+    model = torch.nn.Linear(32, 4)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    x, y = torch.randn(64, 32), torch.randn(64, 4)
+    for _ in range(steps):
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+
+
+def test_capture_in_process_analyses_its_window_and_shows_the_report_inline(tmp_path: Path) -> None:
+    from IPython.core.formatters import DisplayFormatter
+
+    with nsync.capture(steps=4, warmup_steps=2, out_dir=tmp_path) as run:
+        _train(12)
+    assert run.optimizer_steps == 12 and run.trace == tmp_path / "capture.pt.trace.json.gz"
+    assert run.analysis is not None and run.analysis.trace.profiler == "torch.profiler"
+    assert load_trace(run.trace).nvtx_ranges["name"].tolist().count("nsync: optimizer step") == 4
+    bundle, _ = DisplayFormatter().format(run)
+    frame = bundle["text/html"]
+    assert frame.startswith("<iframe") and "<script" not in frame.split("srcdoc=")[0]
+    page = html.unescape(frame.split('srcdoc="', 1)[1].split('"', 1)[0])
+    assert page.startswith("<!DOCTYPE html>") and "torch.profiler" in page
+    assert bundle["text/plain"].startswith("trace: ")
+
+
+def test_capture_whose_window_never_opened_says_so(tmp_path: Path) -> None:
+    with nsync.capture(steps=4, warmup_steps=10, out_dir=tmp_path) as run:
+        _train(3)
+    assert run.trace is None and run.analysis is None
+    assert "3 optimizer steps" in run.note and "<p>nsync: " in run._repr_html_()
+
+
+def test_capture_in_a_notebook_run_headless_displays_the_report(tmp_path: Path) -> None:
+    nbformat = pytest.importorskip("nbformat")
+    from nbclient import NotebookClient
+
+    cells = [
+        "import nsync, torch\n"
+        "model = torch.nn.Linear(8, 2); optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "x = torch.randn(16, 8)",
+        f"with nsync.capture(steps=3, warmup_steps=2, out_dir={str(tmp_path)!r}) as run:\n"
+        "    for _ in range(8):\n"
+        "        loss = model(x).square().mean(); optimizer.zero_grad(); loss.backward(); optimizer.step()",
+        "run",
+    ]
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    NotebookClient(
+        notebook, timeout=240, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    ).execute()
+    (shown,) = [out for out in notebook.cells[-1].outputs if out.output_type == "execute_result"]
+    assert shown.data["text/html"].startswith('<iframe title="nsync report"')
