@@ -28,6 +28,7 @@ from nsync.calibration import Calibration
 from nsync.config import AnalysisConfig
 from nsync.errors import UsageError
 from nsync.marks import STEP_MARK
+from nsync.nsys.inject._nsync_kineto import enter_range, exit_range, new_profiler
 from nsync.render.options import RenderOptions
 from nsync.report import Analysis
 from nsync.torch_run import TRACE_SUFFIX
@@ -138,16 +139,12 @@ class capture(ContextDecorator):
         if opens and window.profiler is None:
             self._start()
         if window.profiler is not None:
-            from torch.autograd.profiler import record_function
-
-            mark = record_function(STEP_MARK)
-            mark.__enter__()
-            window.marks.append(mark)
+            window.marks.append(enter_range(STEP_MARK))
 
     def _after_step(self, torch: Any) -> None:
         window = self._window
         while window.marks:
-            window.marks.pop().__exit__(None, None, None)
+            exit_range(window.marks.pop())
         window.done += 1
         if window.profiler is None and not window.finished and torch.cuda.is_initialized():
             event = torch.cuda.Event(enable_timing=True)
@@ -157,13 +154,8 @@ class capture(ContextDecorator):
             self._stop()
 
     def _start(self) -> None:
-        torch = _torch()
-        from torch.profiler import ProfilerActivity, profile
-
-        activities = [ProfilerActivity.CPU]
-        if torch.version.cuda and torch.cuda.is_available():
-            activities.append(ProfilerActivity.CUDA)
-        self._window.profiler = profile(activities=activities, with_stack=True)
+        _torch()
+        self._window.profiler = new_profiler()
         self._window.profiler.start()
 
     def _stop(self) -> None:
@@ -174,7 +166,7 @@ class capture(ContextDecorator):
         if torch.cuda.is_initialized():
             torch.cuda.synchronize()
         while window.marks:
-            window.marks.pop().__exit__(None, None, None)
+            exit_range(window.marks.pop())
         profiler, window.profiler, window.finished = window.profiler, None, True
         profiler.stop()
         self.out_dir.mkdir(parents=True, exist_ok=True)

@@ -25,15 +25,21 @@ def start():
     """Start the profiler (once; not again after its trace was written)."""
     if _state["profiler"] is not None or _state["written"]:
         return
+    profiler = new_profiler()
+    profiler.start()
+    _state["profiler"] = profiler
+
+
+def new_profiler():
+    """torch.profiler as nsync captures with it (also nsync.capture's): CPU and, on a CUDA build with a GPU,
+    CUDA activity; Python frames."""
     import torch
     from torch.profiler import ProfilerActivity, profile
 
     activities = [ProfilerActivity.CPU]
     if torch.version.cuda and torch.cuda.is_available():
         activities.append(ProfilerActivity.CUDA)
-    profiler = profile(activities=activities, with_stack=True)
-    profiler.start()
-    _state["profiler"] = profiler
+    return profile(activities=activities, with_stack=True)
 
 
 def stop():
@@ -47,7 +53,7 @@ def stop():
     if torch.cuda.is_initialized():
         torch.cuda.synchronize()  # the GPU's last work ends inside the trace
     while _open_marks:
-        _exit(_open_marks.pop())
+        exit_range(_open_marks.pop())
     profiler.stop()
     profiler.export_chrome_trace(_TRACE.replace("{pid}", str(os.getpid())))
 
@@ -56,7 +62,8 @@ def profiling():
     return _state["profiler"] is not None
 
 
-def _enter(name):
+def enter_range(name):
+    """A record_function range begun (its end: ``exit_range``)."""
     from torch.autograd.profiler import record_function
 
     scope = record_function(name)
@@ -64,7 +71,7 @@ def _enter(name):
     return scope
 
 
-def _exit(scope):
+def exit_range(scope):
     if scope is not None:
         scope.__exit__(None, None, None)
 
@@ -72,12 +79,12 @@ def _exit(scope):
 def mark_begin():
     """An optimizer step begins: its range, while the profiler runs."""
     if profiling():
-        _open_marks.append(_enter(_MARK))
+        _open_marks.append(enter_range(_MARK))
 
 
 def mark_end():
     if _open_marks:
-        _exit(_open_marks.pop())
+        exit_range(_open_marks.pop())
 
 
 def mirror_ranges(nvtx_module):
@@ -85,12 +92,12 @@ def mirror_ranges(nvtx_module):
     push, pop = nvtx_module.range_push, nvtx_module.range_pop
 
     def range_push(msg, *args, **kwargs):
-        _open_ranges.append(_enter(msg) if profiling() and isinstance(msg, str) else None)
+        _open_ranges.append(enter_range(msg) if profiling() and isinstance(msg, str) else None)
         return push(msg, *args, **kwargs)
 
     def range_pop(*args, **kwargs):
         if _open_ranges:
-            _exit(_open_ranges.pop())
+            exit_range(_open_ranges.pop())
         return pop(*args, **kwargs)
 
     nvtx_module.range_push, nvtx_module.range_pop = range_push, range_pop
