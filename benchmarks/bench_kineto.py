@@ -5,13 +5,15 @@
 The trace is written here, in Kineto's format: steps of a training loop, each a forward and backward of
 launches (``cuda_runtime`` + ``kernel``), 16 ``.item()`` reads (a DtoH copy to pageable memory and a stream
 sync, each inside its Python frames and a C function), ``ProfilerStep#N`` ranges; about 150 events a step.
-Where HolisticTraceAnalysis is installed (``pip install HolisticTraceAnalysis``), its ``TraceAnalysis`` load of
-the same file is timed too, in its own fresh process."""
+Where HolisticTraceAnalysis is installed (``pip install HolisticTraceAnalysis``, here or in the Python that
+``NSYNC_HTA_PYTHON`` names), its ``TraceAnalysis`` load of the same file is timed too, in its own fresh process,
+stopped after HTA_LIMIT_S; peak memory is sampled from /proc while each runs."""
 
 from __future__ import annotations
 
 import gzip
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -120,29 +122,55 @@ def write_trace(path: Path, events_wanted: int) -> int:
 
 
 ANALYSE = """
-import resource, sys, time
+import sys, time
 t = time.perf_counter()
 import nsync
 result = nsync.analyze(sys.argv[1], calibration=None)
-print(round(time.perf_counter() - t, 2), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
-      result.steps.count, result.callsites[0].line if result.callsites else None)
+print(round(time.perf_counter() - t, 2), result.steps.count, result.callsites[0].line if result.callsites else None)
 """
 HTA = """
-import resource, sys, time, os
+import sys, time, os
 t = time.perf_counter()
 from hta.trace_analysis import TraceAnalysis
 TraceAnalysis(trace_dir=os.path.dirname(sys.argv[1]))
-print(round(time.perf_counter() - t, 2), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+print(round(time.perf_counter() - t, 2), "s")
 """
+HTA_LIMIT_S = 900  # HTA's load of 5 M events had not ended after 770 s on a 2-core machine
 
 
-def _run(script: str, path: Path) -> str:
-    done = subprocess.run([sys.executable, "-c", script, str(path)], capture_output=True, text=True, check=False)
-    return done.stdout.strip() if done.returncode == 0 else f"failed: {done.stderr.strip().splitlines()[-1:]}"
+def _peak_mb(pid: int) -> int:
+    """The process's peak resident memory so far (Linux ``VmHWM``), in MB; 0 where it cannot be read."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return 0
+    kb = [line.split()[1] for line in status.splitlines() if line.startswith("VmHWM:")]
+    return int(kb[0]) // 1024 if kb else 0
+
+
+def _run(python: str, script: str, path: Path, limit_s: float | None = None) -> tuple[str, int]:
+    """Run ``script`` on ``path`` in a fresh ``python``: its first output line (or why it has none) and its
+    peak memory, sampled while it runs, so that a run stopped at ``limit_s`` still tells how much it held."""
+    began, peak = time.perf_counter(), 0
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        child = subprocess.Popen([python, "-c", script, str(path)], stdout=out, stderr=err, text=True)
+        while child.poll() is None:
+            peak = max(peak, _peak_mb(child.pid))
+            if limit_s is not None and time.perf_counter() - began > limit_s:
+                child.kill()
+                child.wait()
+                return f"not finished after {limit_s:.0f} s", peak
+            time.sleep(0.2)
+        out.seek(0), err.seek(0)
+        if child.returncode != 0:
+            return f"failed: {err.read().strip().splitlines()[-1:]}", peak
+        return out.read().strip(), peak
 
 
 def main() -> None:
     wanted = int(sys.argv[1]) if len(sys.argv) > 1 else 5_000_000
+    # HTA needs its own pandas and numpy: it may live in another environment (NSYNC_HTA_PYTHON)
+    hta_python = os.environ.get("NSYNC_HTA_PYTHON", sys.executable)
     with tempfile.TemporaryDirectory(prefix="nsync-kineto-") as folder:
         path = Path(folder) / "rank0.pt.trace.json.gz"
         began = time.perf_counter()
@@ -151,14 +179,15 @@ def main() -> None:
             f"kineto: {events:,} events, {path.stat().st_size / 1e6:.0f} MB gz, written in "
             f"{time.perf_counter() - began:.0f} s"
         )
-        seconds, peak_mb, steps, line = (_run(ANALYSE, path).split() + ["?"] * 4)[:4]
+        answer, peak_mb = _run(sys.executable, ANALYSE, path)
+        seconds, steps, line = (answer.split() + ["?"] * 3)[:3]
         print(f"kineto: nsync analyze {seconds} s, peak {peak_mb} MB ({steps} steps, top line {line})")
-        try:
-            import hta  # noqa: F401
-        except ImportError:
-            print("kineto: HolisticTraceAnalysis not installed: its load not timed")
+        has_hta = subprocess.run([hta_python, "-c", "import hta"], capture_output=True, check=False).returncode == 0
+        if not has_hta:
+            print("kineto: HolisticTraceAnalysis not installed (NSYNC_HTA_PYTHON names a Python that has it)")
             return
-        print(f"kineto: HTA TraceAnalysis load (seconds, peak MB): {_run(HTA, path)}")
+        answer, peak_mb = _run(hta_python, HTA, path, HTA_LIMIT_S)
+        print(f"kineto: HTA TraceAnalysis load alone: {answer}, peak {peak_mb} MB")
 
 
 if __name__ == "__main__":

@@ -30,12 +30,13 @@ from nsync.stages.excerpt import timeline_excerpt
 from nsync.stages.phases import PHASE_COLUMNS, PHASE_SITE_COLUMNS, phase_intervals, phase_table
 from nsync.stages.replay import ReplaySettings, ReplaySkipped, WhatIf, priced_callsites, what_if
 from nsync.stages.report import StageOutputs, analysis_result
-from nsync.stages.steps import Steps, empty_steps_table, find_steps
+from nsync.stages.steps import Steps, data_waits_ns, empty_steps_table, find_steps
 from nsync.stages.totals import (
     STEP_STATS_COLUMNS,
     analysed_intervals,
     analysed_window,
     cuda_span,
+    data_loader_notices,
     gpu_step_times_of,
     gpus_used,
     kernel_time,
@@ -188,6 +189,8 @@ def _summarised(trace: Trace, config: AnalysisConfig, found: _Found, priced: _Pr
     totals["syncs_outside_window"] = outside = int((~found.inside).sum())
     if outside and not steps.count:  # with steps, the phases count and list them
         warnings.append(_outside_notice(outside, len(found.syncs)))
+    stats = step_stats(steps, found.in_window, idle_by_gpu, found.gpu_step_ns, data_waits_ns(steps, trace.nvtx_ranges))
+    warnings.extend(data_loader_notices(stats))
     frame_note = next((w.message for w in trace.warnings if w.code == "python-frames"), "")
     return StageOutputs(
         trace_path=str(trace.path),
@@ -198,7 +201,7 @@ def _summarised(trace: Trace, config: AnalysisConfig, found: _Found, priced: _Pr
         gpu_uuids=gpu_uuids,
         config=config,
         steps=steps,
-        step_stats=step_stats(steps, found.in_window, idle_by_gpu, found.gpu_step_ns),
+        step_stats=stats,
         window_ns=window,
         syncs=found.in_window,
         callsites=priced.callsites,
@@ -252,7 +255,7 @@ def _replay_settings(
     )
     if calibration is None or not steps.count:
         return settings
-    calibrated_steps_ns = calibration.steps_ns(steps.source, steps.warmup)
+    calibrated_steps_ns = calibration.steps_ns(steps.source, steps.warmup, steps.optimizer_steps)
     if calibrated_steps_ns is None:
         timed = ", ".join(calibration.intervals_ns) or "nothing"
         warnings.append(

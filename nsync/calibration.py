@@ -57,15 +57,18 @@ class Calibration:
         intervals = {source: v[self.window_from.get(source, 0) :] for source, v in self.intervals_ns.items()}
         return replace(self, intervals_ns={source: v for source, v in intervals.items() if len(v)}, window_from={})
 
-    def steps_ns(self, source: str, warmup: int) -> np.ndarray | None:
+    def steps_ns(self, source: str, warmup: int, per_step: int = 1) -> np.ndarray | None:
         """The unprofiled steps of ``source`` after ``warmup`` of them; None when not timed.
 
         The intervals run from one step's start to the next, so interval k is step k: the first
-        ``warmup`` are left out as the analysis leaves out its warm-up steps."""
+        ``warmup`` are left out as the analysis leaves out its warm-up steps. A step of ``per_step`` optimizer
+        steps (a GAN's iteration) is the sum of as many successive intervals."""
         intervals = self.intervals_ns.get(source)
-        if intervals is None or len(intervals) <= warmup:
+        if intervals is None:
             return None
-        return intervals[warmup:]
+        whole = len(intervals) // per_step
+        steps = intervals[: whole * per_step].reshape(whole, per_step).sum(axis=1)
+        return steps[warmup:] if len(steps) > warmup else None
 
 
 def beside(trace: Path) -> Path:

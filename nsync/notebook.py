@@ -27,7 +27,7 @@ from nsync.analysis import analyze
 from nsync.calibration import Calibration
 from nsync.config import AnalysisConfig
 from nsync.errors import UsageError
-from nsync.marks import STEP_MARK
+from nsync.marks import OPTIMIZER_MARK, STEP_MARK
 from nsync.nsys.inject._nsync_kineto import enter_range, exit_range, new_profiler
 from nsync.render.options import RenderOptions
 from nsync.report import Analysis
@@ -80,6 +80,7 @@ class _Window:
     finished: bool = False
     marks: list[Any] = field(default_factory=list)
     events: list[Any] = field(default_factory=list)  # CUDA events at the warm-up steps' ends
+    optimizers: dict[int, int] = field(default_factory=dict)  # id(optimizer) -> its number, as first stepped
 
 
 class capture(ContextDecorator):
@@ -112,7 +113,7 @@ class capture(ContextDecorator):
         from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
         self._hooks = [
-            register_optimizer_step_pre_hook(lambda *_: self._before_step()),
+            register_optimizer_step_pre_hook(lambda optimizer, *_: self._before_step(optimizer)),
             register_optimizer_step_post_hook(lambda *_: self._after_step(torch)),
         ]
         return self.run
@@ -133,13 +134,14 @@ class capture(ContextDecorator):
             return
         self.run.analysis = analyze(self.run.trace, self.config, calibration=self._calibration())
 
-    def _before_step(self) -> None:
+    def _before_step(self, optimizer: object) -> None:
         window = self._window
         opens = window.steps is not None and not window.finished and window.done == window.warmup
         if opens and window.profiler is None:
             self._start()
-        if window.profiler is not None:
-            window.marks.append(enter_range(STEP_MARK))
+        if window.profiler is not None:  # the step's range, and inside it which optimizer steps (as captures do)
+            number = window.optimizers.setdefault(id(optimizer), len(window.optimizers) + 1)
+            window.marks += [enter_range(STEP_MARK), enter_range(OPTIMIZER_MARK.format(number))]
 
     def _after_step(self, torch: Any) -> None:
         window = self._window

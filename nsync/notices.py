@@ -21,6 +21,7 @@ NoticeCode = Literal[
     # the analysis
     "no-cuda",  # nothing to attribute: no CUDA activity, no GPU work, or none in the chosen window
     "processes-pooled",  # several processes' figures pooled
+    "data-loader",  # a loop whose host thread waits for its DataLoader: bound by data loading, not the host's speed
     "uncalibrated",  # a calibration that has no timings of these steps
     "replay-skipped",  # no what-if: why
     "sites-not-replayed",  # some call sites' savings unknown

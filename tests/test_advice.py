@@ -122,6 +122,54 @@ def test_a_named_list_index_in_a_loop_gets_its_tensor_before_the_loop_on_the_ind
     assert advice.setup_line == 5  # before the loop, at its indentation
 
 
+def test_an_index_held_in_an_attribute_set_by_a_condition_is_an_index_made_where_it_is_set(tmp_path: Path) -> None:
+    """Issue 43's example: `self.cols = ... if healthy else COLS`, used as `local[:, self.cols]` in forward."""
+    program = """
+    import torch
+    COLS = (0, 2)
+    class Head(torch.nn.Module):
+        def __init__(self, healthy):
+            super().__init__()
+            self.cols = torch.tensor(COLS, device="cuda") if healthy else COLS
+        def forward(self, local):
+            return local[:, self.cols]
+    """
+    advice = _advice(tmp_path, program, 9)
+    assert (advice.pattern, advice.dependency) == ("index from a Python tuple or list", "false")
+    assert advice.rewrite is None and "make `self.cols` a CUDA tensor where it is set" in advice.caveat
+
+
+@pytest.mark.parametrize(
+    ("program", "line"),
+    [
+        ("import torch\ndef pick(x, cols=(1, 3)):\n    return x[:, cols]\n", 3),  # a parameter's default
+        ("import torch\nA = [0, 1]\ndef pick(x, wide):\n    cols = [0, 1, 2] if wide else A\n    return x[cols]\n", 5),
+        ("import torch\nclass M:\n    KEEP = (0, 4)\n    def f(self, x):\n        return x[:, self.KEEP]\n", 5),
+    ],
+)
+def test_an_index_bound_through_defaults_conditions_and_class_names_is_a_python_index(
+    tmp_path: Path, program: str, line: int
+) -> None:
+    assert _advice(tmp_path, program, line).pattern == "index from a Python tuple or list"
+
+
+def test_a_per_batch_copy_is_told_to_pin_and_copy_without_waiting_not_to_move_once(tmp_path: Path) -> None:
+    """Issue 43: `x.to(device)` of each batch cannot move before the loop; the advice says what removes its wait."""
+    program = "import torch\ndef train(loader, model):\n    for x in loader:\n        model(x.to('cuda'))\n"
+    advice = _advice(tmp_path, program, 4)
+    assert advice.pattern == "copy between host and device"
+    said = advice.why + advice.caveat
+    assert "pin_memory=True" in said and "non_blocking=True" in said and advice.short.startswith("pin it")
+
+
+def test_a_read_s_advice_never_reads_once_a_step(tmp_path: Path) -> None:
+    """Issue 43: "read it once at the end of the step" still syncs once a step."""
+    program = "import torch\ndef train(loss, total):\n    total += loss.item()\n    return total\n"
+    advice = _advice(tmp_path, program, 3)
+    assert advice.pattern == "value read" and "end of the step" not in advice.why + advice.caveat
+    assert "after the loop" in advice.caveat and "every N steps" in advice.caveat
+
+
 def test_a_constant_tensor_built_each_step_is_built_once() -> None:
     advice = _lab("w_list.py", 18)
     assert advice.rewrite == "        w = weights_gpu"

@@ -8,11 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import nsync
 from nsync.analysis import run_stages
-from nsync.calibration import SCHEMA, beside, read_calibration, write_calibration
+from nsync.calibration import SCHEMA, Calibration, beside, read_calibration, write_calibration
 from nsync.calibration_run import run_calibration
 from nsync.errors import TraceError
 from nsync.nsys import inject
@@ -96,8 +97,9 @@ def test_the_injected_sitecustomize_marks_optimizer_steps_and_runs_the_one_it_sh
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": f"{inject.folder()}:{fake}:{own}"}
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, env=env, timeout=60)
     assert done.returncode == 0, done.stderr
-    step = [("push", STEP_MARK), ("pop",)]
-    assert done.stdout.strip() == f"{step + step} True"
+    # each step's range holds the range naming its optimizer: two optimizers, numbered as they first stepped
+    first, second = ([("push", STEP_MARK), ("push", f"nsync: optimizer {n}"), ("pop",), ("pop",)] for n in (1, 2))
+    assert done.stdout.strip() == f"{first + second} True"
 
 
 def test_a_torch_built_without_cuda_runs_its_optimizer_steps_unmarked_and_unharmed(tmp_path: Path):
@@ -247,3 +249,12 @@ def test_the_likely_range_of_several_calibration_runs_holds_what_each_run_alone_
     assert alone[1] > 1.15 * alone[0]  # the slower host leaves the GPU idle longer at the sync
     low, high = run_stages(trace, calibration=pooled([one, slow, slow])).what_if.all_syncs_range_ns
     assert all(low <= saving <= high for saving in alone)
+
+
+def test_a_step_of_several_optimizer_steps_is_the_sum_of_as_many_calibrated_intervals():
+    """A GAN's iteration is two optimizer steps: its unprofiled step is each pair of intervals summed, after the
+    warm-up iterations."""
+    calibration = Calibration(path=None, intervals_ns={"marks": np.array([1.0, 2.0, 10.0, 20.0, 100.0, 200.0, 5.0])})
+    assert calibration.steps_ns("marks", 1, per_step=2).tolist() == [30.0, 300.0]
+    assert calibration.steps_ns("marks", 3, per_step=2) is None
+    assert calibration.steps_ns("marks", 1).tolist() == [2.0, 10.0, 20.0, 100.0, 200.0, 5.0]

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import nsync
@@ -120,3 +121,55 @@ def test_capture_in_a_notebook_run_headless_displays_the_report(tmp_path: Path) 
     ).execute()
     (shown,) = [out for out in notebook.cells[-1].outputs if out.output_type == "execute_result"]
     assert shown.data["text/html"].startswith('<iframe title="nsync report"')
+
+
+GAN = """import time
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+class Slow(Dataset):
+    def __len__(self):
+        return 1 << 20
+
+    def __getitem__(self, i):
+        time.sleep(0.0025)  # 8 a batch: one worker makes a batch in at least 20 ms
+        return torch.randn(16)
+
+
+if __name__ == "__main__":
+    disc, gen = torch.nn.Linear(16, 1), torch.nn.Linear(8, 16)
+    opt_d = torch.optim.SGD(disc.parameters(), lr=0.01)
+    opt_g = torch.optim.SGD(gen.parameters(), lr=0.01)
+    for real in DataLoader(Slow(), batch_size=8, num_workers=1):  # each iteration: the discriminator, the generator
+        loss_d = disc(real).mean() - disc(gen(torch.randn(8, 8)).detach()).mean()
+        opt_d.zero_grad(); loss_d.backward(); opt_d.step()
+        loss_g = -disc(gen(torch.randn(8, 8))).mean()
+        opt_g.zero_grad(); loss_g.backward(); opt_g.step()
+    print("RAN TO THE END")
+"""
+
+
+def test_a_loop_of_two_optimizers_is_timed_by_its_iterations_and_its_data_waits_are_marked(tmp_path: Path) -> None:
+    """Each iteration steps two optimizers; the window counts optimizer steps (4 of warm-up, 12 captured: 13 marks,
+    the generator's first as the window opens after the 4th). Its steps are the 6 iterations between the
+    generator's 7 steps, each said to be one; each waits on its one DataLoader batch, which the worker needs at
+    least 20 ms to make while the loop's own work takes a few: most of the step is the wait."""
+    from nsync.config import AnalysisConfig
+    from nsync.stages.steps import data_waits_ns, find_steps
+
+    (tmp_path / "gan.py").write_text(GAN)
+    argv = [sys.executable, "-m", "nsync", "profile", "--python", sys.executable, "--backend", "torch"]
+    argv += ["--steps", "12", "--warmup-steps", "4", "--no-calibrate", "gan.py"]
+    done = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    trace = load_trace(tmp_path / "nsync-out" / "gan.pt.trace.json.gz")
+    names = trace.nvtx_ranges["name"].tolist()
+    assert (names.count("nsync: optimizer 1"), names.count("nsync: optimizer 2")) == (6, 7)
+    steps = find_steps(trace, trace.gpu_ops, AnalysisConfig())
+    assert (steps.source, steps.optimizer_steps, len(steps.table)) == ("marks", 2, 6)
+    assert steps.each == "one iteration of 2 optimizer steps"
+    waits_ms = data_waits_ns(steps, trace.nvtx_ranges) / 1e6
+    lengths_ms = (steps.analysed["end"] - steps.analysed["start"]).to_numpy() / 1e6
+    assert len(waits_ms) == steps.count == 5 and (waits_ms > 0).all()
+    assert float(np.median(lengths_ms)) >= 20 and float(np.median(waits_ms / lengths_ms)) > 0.5

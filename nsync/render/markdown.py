@@ -89,7 +89,8 @@ def _analysis_markdown(result: Analysis, options: RenderOptions = RenderOptions(
     facts = [cell(", ".join(report.trace.gpus) or "no GPU"), cell(report.trace.made_by)]
     if steps.count:
         each = f" ({steps.each})" if steps.each else ""
-        facts.append(f"{counted(steps.count, 'step')}{each}, median {fixed(steps.median_ms)} ms")
+        mean = f", mean {fixed(steps.mean_ms)} ms" if steps.mean_apart else ""
+        facts.append(f"{counted(steps.count, 'step')}{each}, median {fixed(steps.median_ms)} ms{mean}")
         facts.append(
             f"GPU idle {fixed(report.gpu_idle_ms_per_step)} ms/step, "
             f"{fixed(report.exposed_idle_ms_per_step)} ms/step exposed after syncs"

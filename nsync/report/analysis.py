@@ -74,6 +74,14 @@ class StepFacts:
     warmup_skipped: int
     set_aside: int  # steps 3x the median or more, left out
     each: str = ""  # what one step is, where known: "one new token of generate()" (else a loop's iteration)
+    mean_ms: float | None = None  # beside the median: a bimodal or data-bound loop's mean step is not its median
+    data_wait_ms: float | None = None  # the host's mean wait for its DataLoader a step (nsync profile marks it)
+
+    @property
+    def mean_apart(self) -> bool:
+        """Whether the mean step is over a tenth off the median (bimodal steps, waits for data): both are said."""
+        mean, median = self.mean_ms, self.median_ms
+        return mean is not None and median is not None and abs(mean - median) > 0.1 * median
 
 
 @dataclass(frozen=True)

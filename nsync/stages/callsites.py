@@ -38,7 +38,7 @@ HINTS = {
     SyncKind.READ: (
         "keep the value on the GPU",
         "a GPU value is read on the host (.item(), print(t), .tolist(), `if t:`): keep it on the GPU "
-        "(torch.where), or batch the reads into one .cpu() at the end of the step",
+        "(torch.where), or batch the reads into one .cpu() every N steps",
     ),
     SyncKind.STREAM: (
         "wait later, on an event",

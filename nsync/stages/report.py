@@ -151,7 +151,10 @@ def _step_facts(found: StageOutputs) -> StepFacts:
         total=len(steps.table),
         warmup_skipped=steps.warmup,
         set_aside=steps.set_aside,
-        each=what_a_step_is(steps.source, sites["sync_file"], sites["syncs_per_step"]) if len(sites) else "",
+        each=steps.each
+        or (what_a_step_is(steps.source, sites["sync_file"], sites["syncs_per_step"]) if len(sites) else ""),
+        mean_ms=ns_to_ms(float(durations.mean())) if durations is not None else None,
+        data_wait_ms=ns_to_ms(float(stats["data_wait_ns"].mean())) if len(stats) else None,
     )
 
 

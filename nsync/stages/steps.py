@@ -19,7 +19,7 @@ import pandas as pd
 from nsync.config import AnalysisConfig
 from nsync.errors import UsageError
 from nsync.load import Trace
-from nsync.marks import STEP_MARK
+from nsync.marks import DATA_MARK, OPTIMIZER_MARK, STEP_MARK
 from nsync.settings import setting
 
 _DIGITS = re.compile(r"\d+")
@@ -31,6 +31,9 @@ PERIOD_TOLERANCE = 0.05  # an interval between launches of the step kernel is re
 LONG_STEP = 3.0  # a step this many times the median length is set aside (evaluation, checkpoint...)
 MAX_PERIODS = 8  # candidate periods compared by how well the whole kernel sequence repeats
 MIN_COVERAGE = 0.3  # share of the GPU's busy time that found steps must launch, else they are no steps
+MAX_OPTIMIZERS = 8  # optimizer steps one iteration may hold (a GAN's two, an actor-critic's two or three)
+SAME_CYCLE = 0.9  # share of optimizer steps that must be made by the same optimizer as the one a cycle before
+_OPTIMIZER_NAME = re.compile("^" + re.escape(OPTIMIZER_MARK).replace(r"\{\}", r"(\d+)") + "$")
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,12 @@ class Steps:
     source: str
     warmup: int
     set_aside: int = 0  # intervals inside the loop left out: much longer than a step
+    optimizer_steps: int = 1  # optimizer steps one step holds (``marks``: a GAN's iteration holds 2)
+
+    @property
+    def each(self) -> str:
+        """What one step is, where the marks tell it is more than an optimizer step ('' otherwise)."""
+        return f"one iteration of {self.optimizer_steps} optimizer steps" if self.optimizer_steps > 1 else ""
 
     @property
     def analysed(self) -> pd.DataFrame:
@@ -111,6 +120,18 @@ def gpu_step_times(
     return last - np.where(follows, np.concatenate([[np.nan], last[:-1]]), first)
 
 
+def data_waits_ns(steps: Steps, ranges: pd.DataFrame) -> np.ndarray:
+    """Each analysed step's time the host spent waiting for a DataLoader's batch (the ``nsync: data loader``
+    ranges nsync profile puts around each batch, counted in the step they begin in); zeros where none."""
+    table = steps.analysed
+    waits = ranges.loc[ranges["name"].astype(str) == DATA_MARK]
+    if waits.empty or table.empty:
+        return np.zeros(len(table), np.int64)
+    k = step_containing(table, waits["start"].to_numpy(np.int64))
+    length = (waits["end"] - waits["start"]).to_numpy(np.int64)
+    return np.bincount(k[k >= 0], weights=length[k >= 0], minlength=len(table)).astype(np.int64)
+
+
 def normalise_range_name(name: str) -> str:
     """``ProfilerStep#12`` and ``iter3`` -> ``ProfilerStep#N`` and ``iterN``."""
     return _DIGITS.sub("N", name)
@@ -126,6 +147,7 @@ def find_steps(trace: Trace, ops: pd.DataFrame, config: AnalysisConfig) -> Steps
     table, source = _chosen_steps(trace, ops, config)
     if table is None:
         table, source = _found_steps(trace, ops)
+    optimizer_steps = int(table.attrs.get("optimizer_steps", 1))
     table, set_aside = _regular(table)
     if config.warmup_steps is not None:
         if len(table) and config.warmup_steps >= len(table):
@@ -137,7 +159,13 @@ def find_steps(trace: Trace, ops: pd.DataFrame, config: AnalysisConfig) -> Steps
         warmup = max(config.warmup_steps, 0)
     else:
         warmup = 1 if len(table) >= 4 else 0
-    return Steps(table=table.reset_index(drop=True), source=source, warmup=warmup, set_aside=set_aside)
+    return Steps(
+        table=table.reset_index(drop=True),
+        source=source,
+        warmup=warmup,
+        set_aside=set_aside,
+        optimizer_steps=optimizer_steps,
+    )
 
 
 def _chosen_steps(trace: Trace, ops: pd.DataFrame, config: AnalysisConfig) -> tuple[pd.DataFrame | None, str]:
@@ -154,7 +182,7 @@ def _chosen_steps(trace: Trace, ops: pd.DataFrame, config: AnalysisConfig) -> tu
         available = ", ".join(sorted(set(names.map(normalise_range_name)))[:8]) or "none"
         raise UsageError(f"no NVTX range named {wanted!r} in this trace (ranges: {available})")
     if wanted == STEP_MARK:
-        return _between_marks(ranges.loc[chosen]), "marks"
+        return _between_marks(ranges), "marks"
     return _one_thread(ranges.loc[chosen]), f"nvtx:{wanted}"
 
 
@@ -174,7 +202,7 @@ def _found_steps(trace: Trace, ops: pd.DataFrame) -> tuple[pd.DataFrame, str]:
             candidates.append((_one_thread(ranges.loc[normalised == best]), f"nvtx:{best}", loose))
             break
     if (names == STEP_MARK).sum() > MIN_STEPS:
-        candidates.append((_between_marks(ranges.loc[names == STEP_MARK]), "marks", False))
+        candidates.append((_between_marks(ranges), "marks", False))
     for table, source, loose in candidates:
         if len(table) >= MIN_STEPS and (not loose or _coverage(table, ops) >= MIN_COVERAGE):
             return table, source
@@ -211,10 +239,48 @@ def _one_thread(ranges: pd.DataFrame) -> pd.DataFrame:
     return own.loc[top_level, ["start", "end", "name"]].reset_index(drop=True)
 
 
-def _between_marks(marks: pd.DataFrame) -> pd.DataFrame:
-    """Steps from one optimizer step's end to the next (the first step, before any mark, is unknown)."""
-    ends = _one_thread(marks)["end"].to_numpy(np.int64)
-    return pd.DataFrame({"start": ends[:-1], "end": ends[1:], "name": "step (optimizer step marks)"})
+def _between_marks(ranges: pd.DataFrame) -> pd.DataFrame:
+    """Steps from one iteration's last optimizer step's end to the next (the first step, before any mark, is
+    unknown). An iteration is one optimizer step, or the cycle of several (``attrs["optimizer_steps"]``) that the
+    ranges naming each step's optimizer repeat (a GAN steps its discriminator's, then its generator's)."""
+    names = ranges["name"].astype(str)
+    marks = _one_thread(ranges.loc[names == STEP_MARK])
+    ends = marks["end"].to_numpy(np.int64)
+    cycle, first = _optimizer_cycle(marks, ranges.loc[names.str.startswith(OPTIMIZER_MARK.format(""))])
+    bounds = ends[first - 1 :: cycle] if first > 0 else ends[cycle - 1 :: cycle]
+    table = pd.DataFrame(
+        {
+            "start": bounds[:-1],
+            "end": bounds[1:],
+            "name": "step (optimizer step marks)" if cycle == 1 else f"iteration ({cycle} optimizer steps)",
+        }
+    )
+    table.attrs["optimizer_steps"] = cycle
+    return table
+
+
+def _optimizer_cycle(marks: pd.DataFrame, named: pd.DataFrame) -> tuple[int, int]:
+    """How many optimizer steps one iteration holds, and the first mark that begins one: the shortest period
+    by which the optimizers stepping repeat (on SAME_CYCLE of the marks), beginning where the first optimizer
+    to have stepped steps. (1, 0) where the marks do not name their optimizer (captures before nsync 0.30)."""
+    if named.empty or len(marks) < 2 * MIN_STEPS:
+        return 1, 0
+    number = named["name"].astype(str).str.extract(_OPTIMIZER_NAME, expand=False).astype(float)
+    # each mark's optimizer: the named range that begins inside it, on its thread
+    inside = named.assign(number=number.to_numpy()).sort_values("start")
+    k = interval_containing(
+        marks["start"].to_numpy(np.int64), marks["end"].to_numpy(np.int64), inside["start"].to_numpy(np.int64)
+    )
+    which = np.full(len(marks), -1.0)
+    which[k[k >= 0]] = inside["number"].to_numpy()[k >= 0]
+    for cycle in range(1, min(MAX_OPTIMIZERS, len(marks) // MIN_STEPS) + 1):
+        same = which[cycle:] == which[:-cycle]
+        if np.mean(same & (which[cycle:] >= 0)) >= SAME_CYCLE:
+            if cycle == 1:
+                return 1, 0
+            lowest = np.flatnonzero(which == which[which >= 0].min())
+            return cycle, int(lowest[0] % cycle) if len(lowest) else 0
+    return 1, 0
 
 
 def _launched_kernels(ops: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, list[str]]:

@@ -11,10 +11,20 @@ import pandas as pd
 
 from nsync.keys import dense_codes
 from nsync.load import Trace
+from nsync.notices import Notice
 from nsync.stages.steps import Steps, gpu_step_times, launched_in_steps
 
 # one row per analysed step
-STEP_STATS_COLUMNS = ("start", "end", "duration_ns", "gpu_duration_ns", "gpu_idle_ns", "exposed_idle_ns", "sync_count")
+STEP_STATS_COLUMNS = (
+    "start",
+    "end",
+    "duration_ns",
+    "gpu_duration_ns",
+    "gpu_idle_ns",
+    "exposed_idle_ns",
+    "sync_count",
+    "data_wait_ns",
+)
 
 
 def cuda_span(trace: Trace, ops: pd.DataFrame) -> tuple[int, int]:
@@ -98,9 +108,14 @@ def gpu_step_times_of(steps: Steps, ops: pd.DataFrame) -> np.ndarray:
 
 
 def step_stats(
-    steps: Steps, syncs: pd.DataFrame, idle_by_gpu: dict[tuple[int, int], np.ndarray], gpu_step_ns: np.ndarray
+    steps: Steps,
+    syncs: pd.DataFrame,
+    idle_by_gpu: dict[tuple[int, int], np.ndarray],
+    gpu_step_ns: np.ndarray,
+    data_wait_ns: np.ndarray,
 ) -> pd.DataFrame:
-    """One row per analysed step; ``idle_by_gpu`` holds each GPU's idle in each of them (when there are any)."""
+    """One row per analysed step; ``idle_by_gpu`` holds each GPU's idle in each of them (when there are any),
+    ``data_wait_ns`` the host's wait for its DataLoader in each."""
     table = steps.analysed.reset_index(drop=True)
     starts, ends = table["start"].to_numpy(np.int64), table["end"].to_numpy(np.int64)
     gpu_idle = np.zeros(len(table), np.int64)
@@ -118,8 +133,30 @@ def step_stats(
             "gpu_idle_ns": gpu_idle,
             "exposed_idle_ns": exposed[: len(table)].astype(np.int64),
             "sync_count": count[: len(table)],
+            "data_wait_ns": data_wait_ns,
         }
     )
+
+
+DATA_BOUND_SHARE = 0.2  # a loop whose host waits for its DataLoader this share of a step is bound by its data
+
+
+def data_loader_notices(stats: pd.DataFrame) -> list[Notice]:
+    """A note where the host thread waits for its DataLoader a large share of its steps: the step is bound by
+    data loading, and an unprofiled run slower than the capture is waiting for data, not on a slow host."""
+    if stats.empty:
+        return []
+    wait_ns, step_ns = float(stats["data_wait_ns"].mean()), float(stats["duration_ns"].mean())
+    if not step_ns > 0 or wait_ns < DATA_BOUND_SHARE * step_ns:
+        return []
+    return [
+        Notice(
+            "data-loader",
+            f"the host waited for its DataLoader {wait_ns / 1e6:.3f} ms a step, {100 * wait_ns / step_ns:.0f} % of "
+            f"the mean step ({step_ns / 1e6:.3f} ms): the loop is bound by data loading (more workers, lighter "
+            "transforms), and steps slower than their median are waiting for data, not on a slow host",
+        )
+    ]
 
 
 def gpus_used(trace: Trace, ops: pd.DataFrame) -> tuple[dict[int, str], list[str]]:

@@ -6,7 +6,8 @@
 # $NSYNC_DEADLINE (epoch seconds): start no program after it, so that a device call ends within its limit.
 # $NSYNC_PROFILE_ARGS: more options for `nsync profile` (e.g. "--calibration-runs 3").
 source "$(dirname "$0")/env.sh"
-cd "$ROOT/fixtures/fresh"
+FRESH_DIR=${FRESH_DIR:-fixtures/fresh}  # the session folder holding the programs
+cd "$ROOT/$FRESH_DIR"
 what=$1; shift
 for spec in "$@"; do
   s=$SECONDS
@@ -23,6 +24,6 @@ for spec in "$@"; do
     ${NSYNC_PROFILE_ARGS:-} --json "$OUT/$out.json" "$name.py" "$mode" "$steps" > "/tmp/prof-$out.log" 2>&1
   echo "== $out rc=$? $((SECONDS - s)) s"; grep -vE "^\| |^\{" "/tmp/prof-$out.log" | tail -14
   cp "/tmp/prof/$out.calibration.json" "$OUT/" 2>/dev/null
-  python3 "$ROOT/scripts/sanitize_trace.py" "/tmp/prof/$out.sqlite" "$ROOT/fixtures/fresh" /home/user/proj --shrink
+  python3 "$ROOT/scripts/sanitize_trace.py" "/tmp/prof/$out.sqlite" "$ROOT/$FRESH_DIR" /home/user/proj --shrink
   xz -6 -T0 -c "/tmp/prof/$out.sqlite" > "$OUT/$out.sqlite.xz"
 done 2>&1 | tee -a "$OUT/$what.log"

@@ -76,15 +76,18 @@ def exit_range(scope):
         scope.__exit__(None, None, None)
 
 
-def mark_begin():
-    """An optimizer step begins: its range, while the profiler runs."""
+def mark_begin(which):
+    """An optimizer step begins: its range, and inside it the range naming ``which`` optimizer, while the
+    profiler runs."""
     if profiling():
-        _open_marks.append(enter_range(_MARK))
+        _open_marks.append((enter_range(_MARK), enter_range(which)))
 
 
 def mark_end():
     if _open_marks:
-        exit_range(_open_marks.pop())
+        outer, inner = _open_marks.pop()
+        exit_range(inner)
+        exit_range(outer)
 
 
 def mirror_ranges(nvtx_module):

@@ -3,8 +3,11 @@ the capture window, or, in the calibration run (``NSYNC_CALIBRATE_DIR`` set), ti
 
 When ``torch.optim.optimizer`` is imported, global step hooks (PyTorch's
 ``register_optimizer_step_pre_hook`` / ``..._post_hook``, called for every optimizer) open and close an
-NVTX range named ``nsync: optimizer step``. That costs about a microsecond a step and no GPU work; nsync
-then times each step from one optimizer step's end to the next.
+NVTX range named ``nsync: optimizer step``, and inside it one naming the optimizer (``nsync: optimizer 2``,
+numbered as they first stepped). That costs about a microsecond a step and no GPU work; nsync then times each
+step from one optimizer step's end to the next, or, where several optimizers step in turn (a GAN), from one
+iteration's last to the next. Each batch a DataLoader hands the program is in a range too (``nsync: data
+loader``): the host's wait for its data.
 
 A loop without an optimizer (inference, serving) may call ``nsync.step()`` at the end of each of its steps:
 it does at once what an optimizer step's two hooks do (:func:`step`), so that such a loop is marked, windowed,
@@ -53,9 +56,13 @@ import signal
 import sys
 import threading
 import time
+import weakref
 
 _MARK = "nsync: optimizer step"  # nsync.nsys.inject.STEP_MARK
 _WINDOW_RANGE = "nsync-window"  # nsync.nsys.inject.WINDOW_RANGE
+_DATA_MARK = "nsync: data loader"  # nsync.marks.DATA_MARK
+_OPTIMIZER_MARK = "nsync: optimizer {}"  # nsync.marks.OPTIMIZER_MARK: which optimizer steps, in its step's range
+_optimizers = weakref.WeakKeyDictionary()  # optimizer -> its number, in the order they first stepped (1, 2...)
 _CALIBRATE_DIR = os.environ.get("NSYNC_CALIBRATE_DIR")
 _MAX_EVENTS = 20_000  # per source: a long run keeps its first steps only
 _MAX_SOURCES = 64  # range names timed
@@ -324,13 +331,17 @@ def _step_hooks():
     def before_step(optimizer, args, kwargs):
         if _window.active:
             _safely("open the capture window", _window.before_step)
+        # which optimizer steps: a loop of several a step (a GAN's two) is told apart from one of one
+        which = _OPTIMIZER_MARK.format(_optimizer_number(optimizer))
         if nvtx is not None:
             nvtx.range_push(_MARK)
+            nvtx.range_push(which)
         if _kineto is not None:
-            _safely("mark an optimizer step", _kineto.mark_begin)
+            _safely("mark an optimizer step", _kineto.mark_begin, which)
 
     def after_step(optimizer, args, kwargs):
         if nvtx is not None:
+            nvtx.range_pop()
             nvtx.range_pop()
         if _kineto is not None:
             _safely("mark an optimizer step", _kineto.mark_end)
@@ -345,6 +356,22 @@ def _step_hooks():
     return _hooks
 
 
+def _optimizer_number(optimizer):
+    """1, 2... in the order the optimizers first stepped (a new one is never taken for a collected one); 0 for
+    what cannot be referred to weakly (nsync.step()'s None)."""
+    try:
+        number = _optimizers.get(optimizer)
+        if number is None:
+            number = _optimizers[optimizer] = len(_numbered) + 1
+            _numbered.append(number)
+        return number
+    except TypeError:
+        return 0
+
+
+_numbered: list = []  # the numbers given so far (the dictionary forgets collected optimizers)
+
+
 def _install_step_hooks(optimizer_module):
     before_step, after_step = _step_hooks()
     optimizer_module.register_optimizer_step_pre_hook(before_step)
@@ -357,6 +384,45 @@ def step():
     before_step, after_step = _step_hooks()
     before_step(None, (), {})
     after_step(None, (), {})
+
+
+def _mark_data_waits(dataloader_module):
+    """Each batch a DataLoader hands the program, in a range of its own (``nsync: data loader``): how long the
+    host thread waited for its data, which the analysis tells apart from a slow host. Captures only."""
+    if _CALIBRATE_DIR:
+        return
+    iterator = dataloader_module._BaseDataLoaderIter
+    next_batch = iterator.__next__
+    calls = []  # (begin, end), found at the first batch: torch may still be importing when this runs
+
+    def __next__(self):
+        if not calls:
+            calls.append(_safely("mark the data loader", _range_calls) or (None, None))
+        begin, end = calls[0]
+        if begin is None:
+            return next_batch(self)
+        scope = begin(_DATA_MARK)
+        try:
+            return next_batch(self)
+        finally:
+            end(scope)
+
+    iterator.__next__ = __next__
+
+
+def _range_calls():
+    """(begin(name) -> scope, end(scope)) of the capture's ranges: torch.profiler's or NVTX's; (None, None) where
+    neither marks anything (a torch built without CUDA under nsys)."""
+    if _kineto is not None:
+        return (lambda name: _kineto.enter_range(name) if _kineto.profiling() else None), _kineto.exit_range
+    with contextlib.suppress(Exception):
+        import torch.version
+
+        if torch.version.cuda:
+            from torch.cuda import nvtx
+
+            return (lambda name: nvtx.range_push(name)), (lambda scope: nvtx.range_pop())
+    return None, None
 
 
 def _time_ranges(nvtx_module):
@@ -427,7 +493,7 @@ if _block.isdigit() and int(_block) > 0 and _window.active:  # (the window count
     _switch = _Switch(int(_block))
 # nsync.fixed() and nsync.step() find this module here (as "sitecustomize" it is shadowed by the program's own)
 sys.modules["_nsync_switch"] = sys.modules[__name__]
-_installs = {"torch.optim.optimizer": _install_step_hooks}
+_installs = {"torch.optim.optimizer": _install_step_hooks, "torch.utils.data.dataloader": _mark_data_waits}
 if _switch is not None:
     _installs["torch"] = _opaque_to_compile
 if _CALIBRATE_DIR:

@@ -56,6 +56,7 @@ def _head(report: Analysis, width: int) -> Text:
             f"{counted(steps.count, 'step')} ({steps.each + '; ' if steps.each else ''}{steps.source}, "
             f"{steps.warmup_skipped} warm-up skipped), "
             f"median {fixed(steps.median_ms)} ms (on the GPU {fixed(steps.gpu_median_ms)} ms)"
+            + (f", mean {fixed(steps.mean_ms)} ms" if steps.mean_apart else "")
         )
     else:
         facts.append("no steps found: figures cover the whole trace")

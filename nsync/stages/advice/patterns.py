@@ -57,15 +57,15 @@ PATTERNS: list[tuple[str, str, re.Pattern[str], str]] = [
         "value read",
         "false",
         re.compile(r"\.(item|tolist|numpy)\s*\("),
-        "keep the value on the GPU and read it once at the end of the step; several reads: torch.stack them "
-        "and copy once",
+        "keep the value on the GPU (accumulate it there) and read it every N steps or after the loop (read once "
+        "a step, it still syncs once a step); several reads: torch.stack them and copy once",
     ),
     (
         "copy between host and device",
         "false",
         re.compile(r"\.(to|cuda)\s*\(|super\(\)\.cpu\s*\("),
-        "move it once, before the loop (a model, a metric's state, constant tensors): in the step, keep what it "
-        "needs on the device",
+        "a batch copied each step: pin it (DataLoader(pin_memory=True), or .pin_memory()) and copy with "
+        "non_blocking=True; a model, a metric's state or a constant: move it once, before the loop",
     ),
     (
         "dynamic shape (a mask or nonzero)",
@@ -81,8 +81,8 @@ PATTERNS: list[tuple[str, str, re.Pattern[str], str]] = [
         "value read",
         "false",
         re.compile(r"\.cpu\s*\(|\b(float|int|bool)\s*\("),
-        "keep the value on the GPU and read it once at the end of the step; several reads: torch.stack them "
-        "and copy once",
+        "keep the value on the GPU (accumulate it there) and read it every N steps or after the loop (read once "
+        "a step, it still syncs once a step); several reads: torch.stack them and copy once",
     ),
     (
         "Python builtin on tensors",
@@ -107,7 +107,7 @@ SHORT = {  # the usual fix of each pattern in a few words (a rewriter may say it
     "index from a Python tuple or list": "index with a CUDA tensor",
     "copy from pageable memory": "pin the host tensor",
     "value read": "keep the value on the GPU",
-    "copy between host and device": "move it once, before the loop",
+    "copy between host and device": "pin it and copy non_blocking, or move it once",
     "dynamic shape (a mask or nonzero)": "keep the shape fixed",
     "Python builtin on tensors": "use the torch op",
     UNKNOWN: "keep the value on the GPU",

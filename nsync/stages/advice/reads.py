@@ -34,7 +34,7 @@ def _comprehension_read(code: _Code) -> _Edit | None:
             stacked = f"torch.stack({code.text(node, [(node.elt, code.text(inner))])})"
             caveat = (
                 "this keeps the values as one tensor on the GPU, with no sync; where the numbers are needed, read "
-                "them all at once with .tolist() (one sync), at the end of the step or every N steps"
+                "them all at once with .tolist() (one sync), every N steps or after the loop"
             )
             normed = _norm_of(inner)
             if normed is not None:  # a norm each: one kernel for all of them, as clip_grad_norm_ computes them
@@ -110,8 +110,8 @@ def _read_in_statement(code: _Code, read: ast.AST, inner: ast.AST) -> _Edit:
         return _Edit(
             rewrite=code.rewritten([(read, kept)]),
             why=f"`{what}` copies the value to the host and waits for the GPU",
-            caveat=f"`{name}` becomes a tensor on the GPU: where the host needs the number, read it once, at the "
-            "end of the step or every N steps",
+            caveat=f"`{name}` becomes a tensor on the GPU: where the host needs the number, read it every N steps "
+            "or after the loop (once a step still syncs once a step)",
         )
     return _Edit(why=f"`{what}` copies the value to the host and waits for the GPU")
 

@@ -91,33 +91,70 @@ def _applies_module_fn(code: _Code) -> bool:
 
 
 def _named_literal_index(code: _Code) -> bool:
-    """Whether the line indexes with a name bound to a tuple or list of integers (in its file or function)."""
+    """Whether the line indexes with a name or ``self`` attribute bound to a tuple or list of integers."""
     names = _literal_names(code)
     return any(
-        isinstance(part, ast.Name) and part.id in names
+        index_key(part) in names
         for node in code.on_line()
         if isinstance(node, ast.Subscript)
         for part in (node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice])
     )
 
 
+def index_key(node: ast.AST) -> str | None:
+    """What names an index that may hold a literal: ``COLS``, or ``self.cols`` (set in the class)."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+        return f"self.{node.attr}"
+    return None
+
+
 def _kind_of(part: ast.AST, names: dict[str, str]) -> str:
-    if isinstance(part, ast.Name):
-        return names.get(part.id, "list")
+    key = index_key(part)
+    if key is not None:
+        return names.get(key, "list")
     return "tuple" if isinstance(part, ast.Tuple) else "list"
 
 
+def _literal_kind(value: ast.AST, found: dict[str, str]) -> str | None:
+    """tuple|list where ``value`` is a literal index, a name bound to one, or a conditional choosing between
+    such (``COLS if healthy else (0, 2)``); None otherwise."""
+    if _literal_index(value):
+        return "tuple" if isinstance(value, ast.Tuple) else "list"
+    key = index_key(value)
+    if key is not None:
+        return found.get(key)
+    if isinstance(value, ast.IfExp):
+        return _literal_kind(value.body, found) or _literal_kind(value.orelse, found)
+    return None
+
+
 def _literal_names(code: _Code) -> dict[str, str]:
-    """Names bound once, at the top level or in the function, to a tuple or list of integers: tuple|list."""
+    """Names and ``self`` attributes bound to a tuple or list of integers (tuple|list), where the line can see
+    them: at the top level, in its function (its parameters' defaults too), and anywhere in its class (its
+    body's names and the ``self.X =`` of its methods), through conditional assignments and other such names."""
     found: dict[str, str] = {}
-    scopes: list[ast.AST] = [code.tree] + ([code.function] if code.function else [])
+    function = code.function
+    scopes: list[ast.AST] = [code.tree] + ([function] if function else [])
     for scope in scopes:
         for node in getattr(scope, "body", []):
-            if (
-                isinstance(node, ast.Assign)
-                and len(node.targets) == 1
-                and isinstance(node.targets[0], ast.Name)
-                and _literal_index(node.value)
-            ):
-                found[node.targets[0].id] = "tuple" if isinstance(node.value, ast.Tuple) else "list"
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                kind = _literal_kind(node.value, found)
+                if kind:
+                    found[node.targets[0].id] = kind
+    if function is not None:
+        arguments = function.args
+        positional = arguments.posonlyargs + arguments.args
+        pairs = list(zip(positional[len(positional) - len(arguments.defaults) :], arguments.defaults))
+        pairs += [(a, d) for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults) if d is not None]
+        found.update({a.arg: kind for a, d in pairs if (kind := _literal_kind(d, found))})
+    owner = next((node for node in reversed(code.chain) if isinstance(node, ast.ClassDef)), None)
+    for node in ast.walk(owner) if owner is not None else ():
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+            key = f"self.{target.id}" if isinstance(target, ast.Name) and node in owner.body else index_key(target)
+            kind = _literal_kind(node.value, found)
+            if key and key.startswith("self.") and kind:
+                found[key] = kind
     return found

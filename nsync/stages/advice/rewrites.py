@@ -15,7 +15,7 @@ from nsync.stages.advice.code import (
 from nsync.stages.advice.edit import _Edit
 from nsync.stages.advice.patterns import PRINT
 from nsync.stages.advice.reads import _print, _value_read
-from nsync.stages.advice.recognise import _kind_of, _literal_index, _literal_names
+from nsync.stages.advice.recognise import _kind_of, _literal_index, _literal_names, index_key
 
 
 def _index(code: _Code) -> _Edit:
@@ -27,14 +27,21 @@ def _index(code: _Code) -> _Edit:
             node.slice.elts if isinstance(node.slice, ast.Tuple) and not _literal_index(node.slice) else [node.slice]
         )
         for part in parts:
-            named = isinstance(part, ast.Name) and part.id in literal_names
+            key = index_key(part)
+            named = key in literal_names
             if not (_literal_index(part) or named):
                 continue
             source = code.text(part)
+            if named and key and key.startswith("self."):  # made where it is set, not in the step: no line here
+                return _Edit(
+                    why=f"the index `{source}` is a Python {_kind_of(part, literal_names)}: PyTorch copies it to the "
+                    "GPU each time, from pageable memory, and waits for the copy",
+                    caveat=f"make `{source}` a CUDA tensor where it is set (torch.tensor(..., device=...), in "
+                    "__init__): the values it picks are the same, and no step copies it",
+                )
+            bare = key if named and key else ""
             base = (
-                f"{part.id}_T"
-                if isinstance(part, ast.Name) and part.id.isupper()
-                else (f"{part.id}_index" if isinstance(part, ast.Name) else f"{_target(code) or 'picked'}_index")
+                (f"{bare}_T" if bare.isupper() else f"{bare}_index") if bare else f"{_target(code) or 'picked'}_index"
             )
             name = code.fresh(base)
             needs = {part.id} if isinstance(part, ast.Name) else set()
@@ -45,7 +52,7 @@ def _index(code: _Code) -> _Edit:
             if place is None:
                 return _Edit(why=f"the index `{source}` is a Python {_kind_of(part, literal_names)}")
             line, indent = place
-            data = source if isinstance(part, ast.Name) else f"[{source.strip('()[]').rstrip(', ')}]"
+            data = source if named else f"[{source.strip('()[]').rstrip(', ')}]"
             on = " on the current CUDA device" if device == '"cuda"' else ""
             return _Edit(
                 rewrite=code.rewritten([(part, name)]),
