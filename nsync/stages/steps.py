@@ -246,7 +246,7 @@ def _between_marks(ranges: pd.DataFrame) -> pd.DataFrame:
     names = ranges["name"].astype(str)
     marks = _one_thread(ranges.loc[names == STEP_MARK])
     ends = marks["end"].to_numpy(np.int64)
-    cycle, first = _optimizer_cycle(marks, ranges.loc[names.str.startswith(OPTIMIZER_MARK.format(""))])
+    cycle, first = _optimizer_cycle(marks, ranges.loc[names.str.fullmatch(_OPTIMIZER_NAME).to_numpy()])
     bounds = ends[first - 1 :: cycle] if first > 0 else ends[cycle - 1 :: cycle]
     table = pd.DataFrame(
         {
@@ -275,11 +275,8 @@ def _optimizer_cycle(marks: pd.DataFrame, named: pd.DataFrame) -> tuple[int, int
     which[k[k >= 0]] = inside["number"].to_numpy()[k >= 0]
     for cycle in range(1, min(MAX_OPTIMIZERS, len(marks) // MIN_STEPS) + 1):
         same = which[cycle:] == which[:-cycle]
-        if np.mean(same & (which[cycle:] >= 0)) >= SAME_CYCLE:
-            if cycle == 1:
-                return 1, 0
-            lowest = np.flatnonzero(which == which[which >= 0].min())
-            return cycle, int(lowest[0] % cycle) if len(lowest) else 0
+        if np.mean(same & (which[cycle:] >= 0)) >= SAME_CYCLE:  # (so some marks name their optimizer)
+            return cycle, int(np.flatnonzero(which == which[which >= 0].min())[0] % cycle)
     return 1, 0
 
 

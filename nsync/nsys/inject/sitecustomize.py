@@ -49,6 +49,7 @@ import contextlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
+import itertools
 import json
 import os
 import re
@@ -62,7 +63,8 @@ _MARK = "nsync: optimizer step"  # nsync.nsys.inject.STEP_MARK
 _WINDOW_RANGE = "nsync-window"  # nsync.nsys.inject.WINDOW_RANGE
 _DATA_MARK = "nsync: data loader"  # nsync.marks.DATA_MARK
 _OPTIMIZER_MARK = "nsync: optimizer {}"  # nsync.marks.OPTIMIZER_MARK: which optimizer steps, in its step's range
-_optimizers = weakref.WeakKeyDictionary()  # optimizer -> its number, in the order they first stepped (1, 2...)
+_optimizers = weakref.WeakKeyDictionary()  # type: weakref.WeakKeyDictionary[object, int]
+# optimizer -> its number, in the order they first stepped (1, 2...)
 _CALIBRATE_DIR = os.environ.get("NSYNC_CALIBRATE_DIR")
 _MAX_EVENTS = 20_000  # per source: a long run keeps its first steps only
 _MAX_SOURCES = 64  # range names timed
@@ -362,14 +364,13 @@ def _optimizer_number(optimizer):
     try:
         number = _optimizers.get(optimizer)
         if number is None:
-            number = _optimizers[optimizer] = len(_numbered) + 1
-            _numbered.append(number)
+            number = _optimizers[optimizer] = next(_numbers)
         return number
     except TypeError:
         return 0
 
 
-_numbered: list = []  # the numbers given so far (the dictionary forgets collected optimizers)
+_numbers = itertools.count(1)  # (not the dictionary's length: it forgets collected optimizers)
 
 
 def _install_step_hooks(optimizer_module):

@@ -150,11 +150,13 @@ def _literal_names(code: _Code) -> dict[str, str]:
         pairs += [(a, d) for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults) if d is not None]
         found.update({a.arg: kind for a, d in pairs if (kind := _literal_kind(d, found))})
     owner = next((node for node in reversed(code.chain) if isinstance(node, ast.ClassDef)), None)
-    for node in ast.walk(owner) if owner is not None else ():
-        if isinstance(node, ast.Assign) and len(node.targets) == 1:
-            target = node.targets[0]
-            key = f"self.{target.id}" if isinstance(target, ast.Name) and node in owner.body else index_key(target)
-            kind = _literal_kind(node.value, found)
-            if key and key.startswith("self.") and kind:
-                found[key] = kind
+    if owner is not None:
+        for node in ast.walk(owner):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                target = node.targets[0]
+                in_body = isinstance(target, ast.Name) and node in owner.body
+                key = f"self.{target.id}" if isinstance(target, ast.Name) and in_body else index_key(target)
+                kind = _literal_kind(node.value, found)
+                if key and key.startswith("self.") and kind:
+                    found[key] = kind
     return found
