@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from nsync.calibration_run import run_calibration
-from nsync.nsys.inject import STEP_MARK, WINDOW_RANGE
+from nsync.marks import OPTIMIZER_MARK, STEP_MARK, WINDOW_RANGE
 from nsync.nsys.window import CaptureWindow, is_python
 from tests.conftest import run_contained
 from tests.test_calibration import fake_torch
@@ -201,7 +201,7 @@ def test_the_window_opens_at_step_w_closes_after_w_plus_k_and_ends_the_program(t
         "PYTHONPATH": f"{inject.folder()}:{fake}",
         **CaptureWindow(warmup_steps=2, steps=3).env(tmp_path),
     }
-    mark = [("push", STEP_MARK), ("pop",)]
+    mark = [("push", STEP_MARK), ("push", OPTIMIZER_MARK.format(1)), ("pop",), ("pop",)]
     for how in ("exit", "swallow"):
         done = subprocess.run([sys.executable, "-c", program, how], capture_output=True, text=True, env=env, timeout=60)
         assert done.returncode == 0, done.stderr
@@ -229,7 +229,7 @@ def test_a_loop_without_an_optimizer_is_windowed_by_its_nsync_step_calls(tmp_pat
     }
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, env=env, timeout=60)
     assert done.returncode == 0, done.stderr
-    mark = [("push", STEP_MARK), ("pop",)]
+    mark = [("push", STEP_MARK), ("push", OPTIMIZER_MARK.format(0)), ("pop",), ("pop",)]
     assert done.stdout == f"{mark + [('start', WINDOW_RANGE)] + mark * 4 + [('end',)]}\n"
     state = json.loads(next(tmp_path.glob("window-*.json")).read_text())
     assert (state["optimizer_steps"], state["opened_by"], state["ended_program"]) == (5, "steps", True)
