@@ -30,7 +30,7 @@ from nsync.stages.excerpt import timeline_excerpt
 from nsync.stages.phases import PHASE_COLUMNS, PHASE_SITE_COLUMNS, phase_intervals, phase_table
 from nsync.stages.replay import ReplaySettings, ReplaySkipped, WhatIf, priced_callsites, what_if
 from nsync.stages.report import StageOutputs, analysis_result
-from nsync.stages.steps import Steps, data_waits_ns, empty_steps_table, find_steps
+from nsync.stages.steps import Steps, bound_by_data, data_waits_ns, empty_steps_table, find_steps
 from nsync.stages.totals import (
     STEP_STATS_COLUMNS,
     analysed_intervals,
@@ -114,7 +114,9 @@ def run_stages(
     scopes = fix_scopes(callsites, search) if found.steps.count else []
     say("replaying what-if")
     warnings = [*trace.warnings, *_process_notices(trace.gpu_ops)]
-    settings = _replay_settings(config, calibrated_by, found.steps, warnings)
+    settings = _replay_settings(
+        config, calibrated_by, found.steps, warnings, bound_by_data(found.steps, trace.nvtx_ranges)
+    )
     released = [group.released for group in groups] + [scope.site_ids for scope in scopes]
     predicted, callsites = _replayed(trace.gpu_ops, found, callsites, settings, released, search, warnings)
     say("summarising")
@@ -244,7 +246,7 @@ def _outside_notice(outside: int, syncs: int) -> Notice:
 
 
 def _replay_settings(
-    config: AnalysisConfig, calibration: Calibration | None, steps: Steps, warnings: list[Notice]
+    config: AnalysisConfig, calibration: Calibration | None, steps: Steps, warnings: list[Notice], waits_for_data: bool
 ) -> ReplaySettings:
     """How the what-if replays: calibrated where the calibration timed these steps (else a warning says so)."""
     settings = ReplaySettings(
@@ -252,6 +254,7 @@ def _replay_settings(
         scale_range=config.host_scale_range,
         spread=config.calibration_spread,
         host_speed_spread=config.host_speed_spread,
+        waits_for_data=waits_for_data,
     )
     if calibration is None or not steps.count:
         return settings
@@ -267,7 +270,7 @@ def _replay_settings(
         )
     return replace(
         settings,
-        spread=max(config.calibration_spread, calibration.spread(steps.source)),
+        spread=max(config.calibration_spread, calibration.spread(steps.source, steps.optimizer_steps)),
         calibrated_steps_ns=calibrated_steps_ns,
         calibration_runs=calibration.runs,
     )

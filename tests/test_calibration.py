@@ -233,6 +233,23 @@ def test_calibration_runs_pool_their_steps_keep_each_median_and_give_their_sprea
     assert again.runs == 2 and again.run_medians_ns == both.run_medians_ns
 
 
+def test_the_spread_of_runs_of_a_two_optimizer_loop_compares_whole_iterations(tmp_path: Path) -> None:
+    """A GAN's intervals alternate 5 and 10 ms; one run stopped after a generator step (9 intervals), the other
+    after a whole iteration (10): their interval medians are 5 and 7.5 ms (a spread of 1.5), their iterations
+    15 ms each (no spread), and the spread of their iterations survives writing and reading the file."""
+    from nsync.calibration import pooled
+
+    ms = 1e6
+    cut_short = Calibration(None, {"marks": np.array([5 * ms, 10 * ms] * 4 + [5 * ms])})
+    whole = Calibration(None, {"marks": np.array([5 * ms, 10 * ms] * 5)})
+    both = pooled([cut_short, whole])
+    assert both.spread("marks") == pytest.approx(1.5)
+    assert both.spread("marks", per_step=2) == 1.0
+    target = tmp_path / "gan.calibration.json"
+    write_calibration(both, target)
+    assert read_calibration(target).spread("marks", per_step=2) == 1.0
+
+
 @pytest.mark.slow
 def test_the_likely_range_of_several_calibration_runs_holds_what_each_run_alone_predicts():
     """w_print (fixtures/h200/cal-pinned) with its own calibration run, and as if two more runs had timed its

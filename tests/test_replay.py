@@ -143,6 +143,10 @@ def test_a_calibration_slower_than_the_profiler_can_explain_does_not_hold():
     assert scale == pytest.approx(1 / 1.1) and scale == PROFILED_HOST_SCALE_MAX and not held
     assert "host scale 1.1" in note and "slower than this capture's" in note
     assert fit_host_scale(lambda s: ns(1000) * (1 + s), ns(1500), 0.6)[0] == pytest.approx(0.5, abs=0.01)
+    # a loop bound by its DataLoader: that run waited longer for its data (the replay does not model the loader)
+    waited = fit_host_scale(lambda s: ns(1000) * (1 + s), ns(2100), 0.6, waits_for_data=True)
+    assert waited[:1] + waited[2:] == (scale, held) and "waited longer for its DataLoader" in waited.note
+    assert "host was slower" not in waited.note
 
 
 def test_a_calibration_that_does_not_hold_is_set_aside(tmp_path):

@@ -156,7 +156,7 @@ def test_a_loop_of_two_optimizers_is_timed_by_its_iterations_and_its_data_waits_
     generator's 7 steps, each said to be one; each waits on its one DataLoader batch, which the worker needs at
     least 20 ms to make while the loop's own work takes a few: most of the step is the wait."""
     from nsync.config import AnalysisConfig
-    from nsync.stages.steps import data_waits_ns, find_steps
+    from nsync.stages.steps import bound_by_data, data_waits_ns, find_steps
 
     (tmp_path / "gan.py").write_text(GAN)
     argv = [sys.executable, "-m", "nsync", "profile", "--python", sys.executable, "--backend", "torch"]
@@ -173,3 +173,4 @@ def test_a_loop_of_two_optimizers_is_timed_by_its_iterations_and_its_data_waits_
     lengths_ms = (steps.analysed["end"] - steps.analysed["start"]).to_numpy() / 1e6
     assert len(waits_ms) == steps.count == 5 and (waits_ms > 0).all()
     assert float(np.median(lengths_ms)) >= 20 and float(np.median(waits_ms / lengths_ms)) > 0.5
+    assert bound_by_data(steps, trace.nvtx_ranges)

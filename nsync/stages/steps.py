@@ -132,6 +132,16 @@ def data_waits_ns(steps: Steps, ranges: pd.DataFrame) -> np.ndarray:
     return np.bincount(k[k >= 0], weights=length[k >= 0], minlength=len(table)).astype(np.int64)
 
 
+DATA_BOUND_SHARE = 0.2  # a loop whose host waits for its DataLoader this share of a step is bound by its data
+
+
+def bound_by_data(steps: Steps, ranges: pd.DataFrame) -> bool:
+    """Whether the host waits for its DataLoader at least DATA_BOUND_SHARE of the mean analysed step."""
+    table = steps.analysed
+    step_ns = float((table["end"] - table["start"]).mean()) if len(table) else 0.0
+    return step_ns > 0 and float(data_waits_ns(steps, ranges).mean()) >= DATA_BOUND_SHARE * step_ns
+
+
 def normalise_range_name(name: str) -> str:
     """``ProfilerStep#12`` and ``iter3`` -> ``ProfilerStep#N`` and ``iterN``."""
     return _DIGITS.sub("N", name)

@@ -12,7 +12,7 @@ import pandas as pd
 from nsync.keys import dense_codes
 from nsync.load import Trace
 from nsync.notices import Notice
-from nsync.stages.steps import Steps, gpu_step_times, launched_in_steps
+from nsync.stages.steps import DATA_BOUND_SHARE, Steps, gpu_step_times, launched_in_steps
 
 # one row per analysed step
 STEP_STATS_COLUMNS = (
@@ -136,9 +136,6 @@ def step_stats(
             "data_wait_ns": data_wait_ns,
         }
     )
-
-
-DATA_BOUND_SHARE = 0.2  # a loop whose host waits for its DataLoader this share of a step is bound by its data
 
 
 def data_loader_notices(stats: pd.DataFrame) -> list[Notice]:

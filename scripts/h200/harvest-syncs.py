@@ -7,7 +7,7 @@ PyTorch itself: the library's own line where the library syncs. Writes $OUT/harv
 distinct line with its file (from the package's folder on), function, source, count, nsync's pattern, and the
 function that holds it as written ('context', with the line's number in it: 'context_line'), which lets the
 classifier read the line in its function. Run from the repository root: python scripts/h200/harvest-syncs.py
-[tuning] [held-out] [held-out-2] [PROGRAM...] (default: the tuning set's programs)
+[tuning] [held-out] [held-out-2] [held-out-3] [PROGRAM...] (default: the tuning set's programs)
 """
 
 import json
@@ -422,6 +422,154 @@ def audio_third() -> None:
 
 HELD_OUT_2 = [ode, gaussian_process, equivariant, lora, seq2seq_and_sampling, masks_and_centers, geometric_third,
               audio_third]  # fmt: skip
+
+
+# A third held-out set (fixtures/syncs/held-out-3.json, issue 43): per-batch copies, per-step reads and indices
+# held in attributes, in libraries' data paths, logging and optimisation loops: accelerate, sentence-transformers,
+# transformers pipelines, botorch (new), and other paths of torch_geometric, torchvision, torchmetrics, lightning.
+def accelerate_loop() -> None:
+    from accelerate import Accelerator
+
+    accelerator = Accelerator()
+    model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 4))
+    optimizer = torch.optim.AdamW(model.parameters())
+    data = torch.utils.data.TensorDataset(torch.randn(64, 32), torch.randint(0, 4, (64,)))
+    model, optimizer, loader = accelerator.prepare(model, optimizer, torch.utils.data.DataLoader(data, batch_size=16))
+    for x, y in loader:
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        accelerator.backward(loss)
+        accelerator.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        optimizer.zero_grad()
+        accelerator.gather_for_metrics((model(x).argmax(-1), y))
+
+
+def _tiny_text_model(folder: Path) -> Path:
+    """A BERT of random weights and a word-level tokenizer, saved where from_pretrained reads them (no network)."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
+
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(200)]
+    tokenizer = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    fast = PreTrainedTokenizerFast(tokenizer_object=tokenizer, unk_token="[UNK]", pad_token="[PAD]",
+                                   cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]")  # fmt: skip
+    config = BertConfig(vocab_size=len(words), hidden_size=64, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=128, num_labels=3)  # fmt: skip
+    BertModel(config).save_pretrained(folder)
+    fast.save_pretrained(folder)
+    return folder
+
+
+def text_batches() -> None:
+    from sentence_transformers import SentenceTransformer
+    from transformers import pipeline
+
+    folder = _tiny_text_model(Path(os.environ.get("OUT", "/tmp")) / "tiny-bert")
+    sentences = [" ".join(f"w{(i * 7 + j) % 200}" for j in range(5 + i % 9)) for i in range(40)]
+    SentenceTransformer(str(folder), device=DEVICE).encode(sentences, batch_size=8)
+    pipeline("feature-extraction", model=str(folder), device=0)(sentences[:8], batch_size=4)
+    pipeline("fill-mask", model=str(folder), device=0, top_k=2)(["w1 [MASK] w3", "w4 w5 [MASK]"])
+
+
+def graph_batches() -> None:
+    from torch_geometric.data import Data
+    from torch_geometric.loader import DataLoader
+    from torch_geometric.nn import GCNConv, global_max_pool, global_mean_pool
+
+    graphs = [Data(x=torch.randn(n, 8), edge_index=torch.randint(0, n, (2, 3 * n)), y=torch.tensor([n % 2]))
+              for n in range(6, 22)]  # fmt: skip
+    conv = GCNConv(8, 16).to(DEVICE)
+    for batch in DataLoader(graphs, batch_size=4, shuffle=True):
+        batch = batch.to(DEVICE)
+        h = conv(batch.x, batch.edge_index)
+        global_mean_pool(h, batch.batch)
+        global_max_pool(h, batch.batch)
+        torch.nn.functional.cross_entropy(global_mean_pool(h, batch.batch)[:, :2], batch.y).backward()
+
+
+def image_logging() -> None:
+    from torchvision.utils import draw_bounding_boxes, draw_keypoints, draw_segmentation_masks, make_grid
+
+    images = torch.rand(4, 3, 64, 64, device=DEVICE)
+    make_grid(images, normalize=True, scale_each=True)
+    make_grid(images, normalize=True, value_range=(0.0, 1.0))
+    image = (images[0] * 255).to(torch.uint8)
+    boxes = torch.tensor([[5.0, 5.0, 30.0, 30.0], [10.0, 12.0, 50.0, 60.0]], device=DEVICE)
+    draw_bounding_boxes(image, boxes, colors="red", width=2)
+    draw_segmentation_masks(image, images[:2, 0] > 0.5, alpha=0.5)
+    draw_keypoints(image, torch.tensor([[[10.0, 10.0], [20.0, 30.0]]], device=DEVICE), connectivity=[(0, 1)])
+
+
+def metrics_third() -> None:
+    from torchmetrics.classification import MulticlassCalibrationError
+    from torchmetrics.regression import PearsonCorrCoef, R2Score, SpearmanCorrCoef
+    from torchmetrics.retrieval import RetrievalMRR, RetrievalNormalizedDCG
+
+    metrics = [RetrievalMRR(), RetrievalNormalizedDCG(top_k=3)]
+    regression = [PearsonCorrCoef(), SpearmanCorrCoef(), R2Score()]
+    calibration = MulticlassCalibrationError(num_classes=4)
+    for metric in [*metrics, *regression, calibration]:
+        metric.to(DEVICE)
+    for _ in range(2):
+        indexes = torch.randint(0, 4, (32,), device=DEVICE)
+        scores, relevant = torch.rand(32, device=DEVICE), torch.rand(32, device=DEVICE) > 0.6
+        for metric in metrics:
+            metric(scores, relevant, indexes=indexes)
+        y = torch.randn(32, device=DEVICE)
+        for metric in regression:
+            metric(y + 0.1 * torch.randn(32, device=DEVICE), y)
+        calibration(torch.rand(32, 4, device=DEVICE).softmax(-1), torch.randint(0, 4, (32,), device=DEVICE))
+    for metric in [*metrics, *regression, calibration]:
+        metric.compute()
+
+
+def bayes_opt() -> None:
+    from botorch.acquisition import LogExpectedImprovement
+    from botorch.fit import fit_gpytorch_mll
+    from botorch.models import SingleTaskGP
+    from botorch.optim import optimize_acqf
+    from gpytorch.mlls import ExactMarginalLogLikelihood
+
+    x = torch.rand(16, 2, device=DEVICE, dtype=torch.double)
+    y = (x.sin().sum(-1, keepdim=True) + 0.05 * torch.randn(16, 1, device=DEVICE, dtype=torch.double))
+    model = SingleTaskGP(x, y)
+    fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model), optimizer_kwargs={"options": {"maxiter": 8}})
+    bounds = torch.stack([torch.zeros(2), torch.ones(2)]).to(x)
+    optimize_acqf(LogExpectedImprovement(model, best_f=y.max()), bounds=bounds, q=1, num_restarts=2,
+                  raw_samples=16, options={"maxiter": 8})  # fmt: skip
+
+
+def lightning_progress() -> None:
+    import pytorch_lightning as pl
+    from torchmetrics.classification import MulticlassAccuracy
+
+    class Module(pl.LightningModule):
+        def __init__(self) -> None:
+            super().__init__()
+            self.layer = torch.nn.Linear(16, 3)
+            self.accuracy = MulticlassAccuracy(num_classes=3)
+
+        def training_step(self, batch, _index):
+            x, y = batch
+            logits = self.layer(x)
+            loss = torch.nn.functional.cross_entropy(logits, y)
+            self.accuracy(logits, y)
+            self.log("loss", loss, prog_bar=True, on_step=True)
+            self.log("accuracy", self.accuracy, prog_bar=True, on_step=True, on_epoch=True)
+            return loss
+
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), lr=0.1)
+
+    data = torch.utils.data.TensorDataset(torch.randn(64, 16), torch.randint(0, 3, (64,)))
+    pl.Trainer(max_epochs=1, accelerator="gpu", devices=1, logger=False, enable_checkpointing=False,
+               enable_model_summary=False, gradient_clip_val=1.0, log_every_n_steps=1).fit(
+        Module(), torch.utils.data.DataLoader(data, batch_size=8))  # fmt: skip
+
+
+HELD_OUT_3 = [accelerate_loop, text_batches, graph_batches, image_logging, metrics_third, bayes_opt,
+              lightning_progress]  # fmt: skip
 CONTEXT_LINES = 400  # a function longer than this is not kept (the line alone is)
 
 
@@ -462,9 +610,11 @@ if "held-out" in chosen:
     chosen |= {p.__name__ for p in HELD_OUT}
 if "held-out-2" in chosen:
     chosen |= {p.__name__ for p in HELD_OUT_2}
+if "held-out-3" in chosen:
+    chosen |= {p.__name__ for p in HELD_OUT_3}
 if "tuning" in chosen:
     chosen |= {p.__name__ for p in PROGRAMS}
-ALL = PROGRAMS + HELD_OUT + HELD_OUT_2
+ALL = PROGRAMS + HELD_OUT + HELD_OUT_2 + HELD_OUT_3
 for program in [p for p in ALL if (p in PROGRAMS and not chosen) or p.__name__ in chosen]:
     try:
         program()  # once outside: lazy set-up, compilation

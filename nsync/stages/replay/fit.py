@@ -25,9 +25,16 @@ class HostScaleFit(NamedTuple):
     held: bool = True
 
 
-def fit_host_scale(predict: Callable[[float], float], target_ns: float, uncalibrated: float) -> HostScaleFit:
+# where the host waits for its DataLoader, a run slower than the capture explains waited longer for its data
+WAITED_FOR_DATA = "that run waited longer for its DataLoader than this capture did, not on a slower host or GPU"
+
+
+def fit_host_scale(
+    predict: Callable[[float], float], target_ns: float, uncalibrated: float, waits_for_data: bool = False
+) -> HostScaleFit:
     """The host scale whose replay (``predict``, non-decreasing in the scale) runs at ``target_ns``, the
-    program's unprofiled step, and a note on how it was found.
+    program's unprofiled step, and a note on how it was found (``waits_for_data``: the loop is bound by its
+    DataLoader, which the replay does not model, and a run slower than it explains waited for its data).
 
     Where the replay cannot run that fast (the GPU bounds it), the calibration only says the host is at
     least as fast as the edge of that bound: the scale is the edge, or the uncalibrated one if lower."""
@@ -37,7 +44,8 @@ def fit_host_scale(predict: Callable[[float], float], target_ns: float, uncalibr
         return HostScaleFit(
             uncalibrated,
             f"the unprofiled run ({target_ns / 1e6:.3f} ms a step) was slower than the capture replayed at any "
-            f"host speed ({slowest / 1e6:.3f} ms): its GPU ran slower than this capture's",
+            f"host speed ({slowest / 1e6:.3f} ms): "
+            + (WAITED_FOR_DATA if waits_for_data else "its GPU ran slower than this capture's"),
             held=False,
         )
     goal = max(target_ns, fastest) * (1 + FIT_TOLERANCE)
@@ -49,7 +57,8 @@ def fit_host_scale(predict: Callable[[float], float], target_ns: float, uncalibr
             return HostScaleFit(
                 PROFILED_HOST_SCALE_MAX,
                 f"the unprofiled run ({target_ns / 1e6:.3f} ms a step) fits a host slower than the profiler ever "
-                f"leaves one (host scale {low:.3g}): that run's host was slower than this capture's",
+                f"leaves one (host scale {low:.3g}): "
+                + (WAITED_FOR_DATA if waits_for_data else "that run's host was slower than this capture's"),
                 held=False,
             )
         return HostScaleFit(low, f"the replay matches its unprofiled step ({target_ns / 1e6:.3f} ms)")

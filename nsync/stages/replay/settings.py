@@ -21,6 +21,7 @@ class ReplaySettings:
     calibration_runs: int = 1
     spread: float = 1.0
     host_speed_spread: float = 0.0
+    waits_for_data: bool = False  # the host waits for its DataLoader much of a step (a slow run waited for data)
 
     @property
     def calibrated(self) -> bool:

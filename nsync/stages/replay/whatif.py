@@ -186,7 +186,7 @@ def _host_scales(replays: _Replays, settings: ReplaySettings) -> tuple[HostScale
     target_ns = None if steps_ns is None else _mean_after_first(steps_ns)  # (like the replayed steps)
     fit = HostScaleFit(settings.host_scale, "", held=False)  # uncalibrated
     if target_ns is not None:
-        fit = fit_host_scale(replays.as_is_ns, target_ns, settings.host_scale)
+        fit = fit_host_scale(replays.as_is_ns, target_ns, settings.host_scale, settings.waits_for_data)
     centre, target_ns = (fit.scale, target_ns) if fit.held else (settings.host_scale, None)
     centred = fit._replace(scale=centre)
     others = other_scales(replays.as_is_ns, centred, target_ns, settings.spread, settings.scale_range)
