@@ -139,6 +139,39 @@ def test_copies_take_their_direction_and_memories_from_their_names(tmp_path: Pat
     assert ops["launch_start"].tolist() == [0, 10_000] and ops["bytes"].tolist() == [4, 64]
 
 
+def test_kineto_sync_events_give_the_stream_and_the_event_record_a_sync_waited_on(tmp_path: Path) -> None:
+    """Stream 7 runs a 1 ms kernel, stream 13 a 50 µs one. A cudaStreamSynchronize whose cuda_sync event names
+    stream 13 waits on that stream alone; a cudaEventSynchronize waits on stream 13 up to its event's record (the
+    cudaEventRecord the event names, at 5 µs); a sync without an event of its own waits on the whole device."""
+    from nsync.stages.detect import detect_syncs
+
+    def gpu(name: str, ts: float, dur: float, corr: int, stream: int) -> dict:
+        return {**_x("kernel", name, ts, dur, correlation=corr, device=0, stream=stream), "pid": 0, "tid": stream}
+
+    def sync(kind: str, corr: int, stream: int, **wait: int) -> dict:
+        args = {"cuda_sync_kind": kind, "stream": stream, "correlation": corr, "device": 0, "context": 1, **wait}
+        return {"ph": "X", "cat": "cuda_sync", "name": kind, "pid": 0, "tid": stream, "ts": 0.0, "dur": 1.0,
+                "args": args}  # fmt: skip
+
+    events = [
+        _x("cuda_runtime", "cudaLaunchKernel", 1.0, 2.0, correlation=1),
+        gpu("long", 10.0, 1000.0, 1, 7),
+        _x("cuda_runtime", "cudaLaunchKernel", 3.0, 1.0, correlation=2),
+        gpu("short", 10.0, 50.0, 2, 13),
+        _x("cuda_runtime", "cudaEventRecord", 5.0, 1.0, correlation=4),
+        _x("cuda_runtime", "cudaStreamSynchronize", 20.0, 40.0, correlation=3),
+        sync("Stream Sync", 3, 13),
+        _x("cuda_runtime", "cudaEventSynchronize", 70.0, 1.0, correlation=5),
+        sync("Event Sync", 5, 13, wait_on_stream=13, wait_on_cuda_event_record_corr_id=4, wait_on_cuda_event_id=9),
+        _x("cuda_runtime", "cudaDeviceSynchronize", 80.0, 931.0, correlation=6),
+    ]
+    trace = load_trace(_trace_file(tmp_path, events))
+    syncs = detect_syncs(trace, trace.gpu_ops).set_index("correlation_id")
+    assert syncs.loc[[3, 5, 6], "scope_stream_id"].tolist() == [13, 13, -1]
+    assert syncs.loc[5, "cutoff_ns"] == 4_000  # the record's call, 4 µs after the first event
+    assert syncs.loc[3, "cutoff_ns"] == 19_000  # (a stream sync: everything launched before it)
+
+
 @pytest.mark.parametrize(
     ("content", "said"),
     [

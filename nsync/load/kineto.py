@@ -11,6 +11,8 @@ event, as nsys's are from its session's start):
   each frame placed on its line from the source (nsync.load.frame_lines);
 - ``user_annotation`` (``record_function``, ``ProfilerStep#N``) -> ``nvtx_ranges``; PyTorch's own
   ``Optimizer.step#SGD.step`` annotations stand for nsync's optimizer-step marks where the trace has none;
+- ``cuda_sync`` events (``enable_cuda_sync_events``) -> ``sync_activity`` (the stream a sync waited on) and, of an
+  event sync, ``cuda_events`` (the awaited event's record);
 - ``deviceProperties`` -> ``gpus``; ``thread_name`` metadata -> ``threads``.
 """
 
@@ -29,7 +31,7 @@ import pandas as pd
 from nsync.errors import TraceError
 from nsync.load.frame_lines import FrameLines
 from nsync.load.kineto_stacks import python_frames, stacks_of_calls
-from nsync.load.model import EVENT_LINK_COLUMNS, StackTable, Trace
+from nsync.load.model import StackTable, Trace
 from nsync.load.readers import COPY_DIRECTIONS, GPU_OP_KINDS, MEMORY_OF_KIND, PID_MASK, with_launches
 from nsync.marks import STEP_MARK
 from nsync.notices import Notice
@@ -54,6 +56,10 @@ class _Args(msgspec.Struct):
     stream: int | None = None
     bytes: int | None = None
     name: str | None = None  # a metadata event's: the thread's or process's name
+    # a cuda_sync event's (enable_cuda_sync_events): the awaited event, its record call and the stream it was on
+    wait_on_cuda_event_id: int | None = None
+    wait_on_cuda_event_record_corr_id: int | None = None
+    wait_on_stream: int | None = None
 
 
 class _Event(msgspec.Struct):
@@ -108,6 +114,7 @@ def load_kineto(
     host_pid = _host_pid(events, by_cat)
     api = _api(events, by_cat, base_ns, host_pid, keep_api)
     gpu_ops = _gpu_ops(events, by_cat, base_ns, host_pid)
+    sync_activity, cuda_events = _sync_events(events, by_cat.get("cuda_sync", []), host_pid)
     python = _python_events(events, by_cat.get("python_function", []), base_ns)
     stacks, lines = StackTable(), FrameLines(search_folders(path, source_dirs))
     api["py_stack_id"] = stacks_of_calls(python, api, stacks, lines)
@@ -122,8 +129,8 @@ def load_kineto(
         api=api,
         gpu_ops=gpu_ops,
         gpu_busy_extra=pd.DataFrame({c: np.zeros(0, np.int64) for c in ("start", "end", "global_pid")}),
-        sync_activity=_empty(EVENT_LINK_COLUMNS),
-        cuda_events=_empty(EVENT_LINK_COLUMNS),
+        sync_activity=sync_activity,
+        cuda_events=cuda_events,
         nvtx_ranges=ranges,
         py_samples=_empty(("start", "global_tid", "stack_id")),
         callchains=pd.DataFrame(
@@ -290,6 +297,30 @@ def _gpu_ops(events: list[_Event], by_cat: dict[str, list[int]], base_ns: int, h
         }
     )
     return frame.sort_values("start", kind="stable").reset_index(drop=True)
+
+
+def _sync_events(events: list[_Event], rows: list[int], host_pid: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Kineto's ``cuda_sync`` events (CUPTI's synchronization records, where the profiler was asked for them) as
+    nsys's SYNCHRONIZATION rows: the stream a sync waited on (-1: the device), by its call's correlation; and, of
+    an event sync, the awaited event's record (its call's correlation and stream) as a CUDA_EVENT row."""
+    links = {
+        "global_pid": np.full(len(rows), host_pid, np.int64),
+        "correlation_id": _arg(events, rows, "correlation"),
+        "device_id": _arg(events, rows, "device"),
+        "stream_id": _arg(events, rows, "stream"),
+        "event_id": _arg(events, rows, "wait_on_cuda_event_id"),
+        "event_sync_id": np.full(len(rows), -1, np.int64),
+    }
+    activity = pd.DataFrame(links).loc[lambda f: f["correlation_id"] >= 0].reset_index(drop=True)
+    records = pd.DataFrame(
+        links
+        | {
+            "correlation_id": _arg(events, rows, "wait_on_cuda_event_record_corr_id"),
+            "stream_id": _arg(events, rows, "wait_on_stream"),
+        }
+    )
+    known = (records["correlation_id"] >= 0) & (records["stream_id"] >= 0) & (records["event_id"] >= 0)
+    return activity, records.loc[known].drop_duplicates().reset_index(drop=True)
 
 
 def _python_events(events: list[_Event], rows: list[int], base_ns: int) -> pd.DataFrame:

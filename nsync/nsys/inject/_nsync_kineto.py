@@ -11,6 +11,7 @@ NVTX step mark, and the program's own ``torch.cuda.nvtx.range_push``/``range_pop
 Like the sitecustomize, this module imports nothing of nsync's and raises nothing into the program.
 """
 
+import contextlib
 import os
 import sys
 
@@ -32,14 +33,16 @@ def start():
 
 def new_profiler():
     """torch.profiler as nsync captures with it (also nsync.capture's): CPU and, on a CUDA build with a GPU,
-    CUDA activity; Python frames."""
+    CUDA activity and CUPTI's sync events (which stream each sync waited on); Python frames."""
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    activities = [ProfilerActivity.CPU]
+    activities, extra = [ProfilerActivity.CPU], {}
     if torch.version.cuda and torch.cuda.is_available():
         activities.append(ProfilerActivity.CUDA)
-    return profile(activities=activities, with_stack=True)
+        with contextlib.suppress(AttributeError, TypeError):  # a torch without them: syncs wait on the device
+            extra["experimental_config"] = torch._C._profiler._ExperimentalConfig(enable_cuda_sync_events=True)
+    return profile(activities=activities, with_stack=True, **extra)
 
 
 def stop():
