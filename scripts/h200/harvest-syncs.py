@@ -637,6 +637,6 @@ for program in [p for p in ALL if (p in PROGRAMS and not chosen) or p.__name__ i
     except Exception as error:  # noqa: PERF203 -- one program's failure must not lose the others'
         harvest[program.__name__] = {"error": f"{type(error).__name__}: {error}"}
         traceback.print_exc()
-out = Path(os.environ.get("OUT", "."))
-(out / "harvest.json").write_text(json.dumps(harvest, indent=1))
+    # after each program: a run cut short keeps what the programs before gave
+    (Path(os.environ.get("OUT", ".")) / "harvest.json").write_text(json.dumps(harvest, indent=1))
 print(json.dumps({name: len(v) if isinstance(v, list) else v for name, v in harvest.items()}))
