@@ -560,3 +560,26 @@ def test_a_rewrite_that_makes_both_branches_alike_drops_the_condition(tmp_path: 
     assert code is not None
     advice = advise_code(code, str(path))
     assert advice.rewrite == "    losses.append(loss.detach())"
+
+
+def test_a_tolist_whose_numbers_the_code_goes_on_to_use_is_not_rewritten_to_a_tensor(tmp_path: Path) -> None:
+    """torchvision's draw_bounding_boxes reads its boxes with .tolist() to draw them with PIL, and torchmetrics
+    reads split sizes for torch.split (fixtures/syncs/held-out-3.json): kept as tensors, neither would run. A
+    .tolist() only kept in a list is still rewritten."""
+    program = (
+        "import torch\n\n\n"
+        "def draw(boxes, draw_rectangle):\n"
+        "    img_boxes = boxes.to(torch.int64).tolist()\n"
+        "    for bbox in img_boxes:\n"
+        "        draw_rectangle(bbox)\n\n\n"
+        "def split(preds, counts):\n"
+        "    split_sizes = counts.detach().cpu().tolist()\n"
+        "    return torch.split(preds, split_sizes, dim=0)\n\n\n"
+        "def keep(history, values):\n"
+        "    history.append(values.tolist())\n"
+    )
+    for line in (5, 11):
+        advice = _advice(tmp_path, program, line)
+        assert (advice.pattern, advice.dependency, advice.rewrite) == ("value read", "true", None), line
+    kept = _advice(tmp_path, program, 16)
+    assert kept.rewrite is not None and "tolist" not in kept.rewrite

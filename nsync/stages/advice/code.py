@@ -151,13 +151,15 @@ class _Code:
     @functools.cached_property
     def host_used(self) -> set[ast.AST]:
         """The nodes whose value the host itself uses, in the statement's function (or module): in a test (if,
-        while, a conditional expression, an assert), in range() or print() arguments, in a slice's bounds, in an
-        f-string."""
+        while, a conditional expression, an assert), iterated over by a loop, in the arguments of range(), print()
+        and the builtins that take Python sequences (zip, len...), in a slice's bounds, in an f-string."""
         roots: list[ast.AST] = []
         for node in ast.walk(self.function or self.tree):
             if isinstance(node, (ast.If, ast.While, ast.IfExp, ast.Assert)):
                 roots.append(node.test)
-            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("range", "print"):
+            elif isinstance(node, (ast.For, ast.comprehension)):
+                roots.append(node.iter)
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _HOST_BUILTINS:
                 roots += node.args
             elif isinstance(node, ast.Slice):
                 roots += [bound for bound in (node.lower, node.upper, node.step) if bound is not None]
@@ -177,6 +179,8 @@ class _Code:
 
 
 _BUILTINS = {"torch", "True", "False", "None"}
+# builtins whose arguments the host reads (a tensor passed to them is read element by element, or refused)
+_HOST_BUILTINS = {"range", "print", "zip", "enumerate", "len", "list", "tuple", "sorted", "min", "max"}
 
 
 def _bound(node: ast.AST) -> set[str]:

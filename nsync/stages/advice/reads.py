@@ -97,7 +97,9 @@ def _read_in_statement(code: _Code, read: ast.AST, inner: ast.AST) -> _Edit:
         and isinstance(statement.targets[0], ast.Name)
     ):
         name = statement.targets[0].id
-        host_uses = [use for use in code.later_uses(name) if use in code.host_used]
+        later = code.later_uses(name)
+        # a .tolist() is read to be used as Python numbers: any later use of them is the host's
+        host_uses = later if _is_tolist(read) else [use for use in later if use in code.host_used]
         if host_uses:
             first = host_uses[0]
             return _Edit(
@@ -114,6 +116,10 @@ def _read_in_statement(code: _Code, read: ast.AST, inner: ast.AST) -> _Edit:
             "or after the loop (once a step still syncs once a step)",
         )
     return _Edit(why=f"`{what}` copies the value to the host and waits for the GPU")
+
+
+def _is_tolist(node: ast.AST) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "tolist"
 
 
 def _norm_of(node: ast.expr) -> ast.expr | None:
