@@ -177,8 +177,9 @@ def test_kineto_sync_events_give_the_stream_and_the_event_record_a_sync_waited_o
     [
         (b'{"traceEvents": [{"ph": "X", "ts": "soon"}]}', "not a torch.profiler trace nsync can read"),
         (b'{"traceEvents": [', "not valid JSON"),
-        (gzip.compress(b'{"traceEvents": []}')[:-9], "cannot read the trace"),
+        (gzip.compress(b'{"traceEvents": []}', mtime=0)[:-9], "cannot read the trace"),
     ],
+    ids=["a field of the wrong type", "cut JSON", "cut gzip"],  # (ids of bytes would vary with gzip's clock)
 )
 def test_a_damaged_trace_is_one_line_error(tmp_path: Path, content: bytes, said: str) -> None:
     path = tmp_path / "bad.json.gz"
