@@ -351,7 +351,7 @@ def _kernel_period_steps(ops: pd.DataFrame) -> tuple[pd.DataFrame, str] | None:
     candidates = np.flatnonzero(covered >= 0.5 * covered.max())
     periods = np.unique(period[candidates[np.argsort(-covered[candidates])][:MAX_PERIODS]])
     repeat = np.array([np.mean(codes[:-p] == codes[p:]) if p < n else 0.0 for p in periods.tolist()])
-    best_period = periods[np.flatnonzero(repeat >= repeat.max() - 0.002)[0]]
+    best_period = _finer_period(periods, repeat, covered, period, candidates)
     near_best = candidates[period[candidates] == best_period]
     near_best = near_best[covered[near_best] >= 0.98 * covered[near_best].max()]
     step_code = near_best[np.argmin(first[near_best])]
@@ -359,6 +359,28 @@ def _kernel_period_steps(ops: pd.DataFrame) -> tuple[pd.DataFrame, str] | None:
     starts, ends = launch[gap_at[mine]], launch[gap_at[mine] + gap[mine]]
     name = names[step_code]
     return pd.DataFrame({"start": starts, "end": ends, "name": f"step (kernel: {name})"}), f"kernel:{name}"
+
+
+# a finer loop inside the period that repeats best is the step where the sequence repeats by it this well: a
+# generate() capture's tokens repeat 0.989 (its prefills break them), a step's layers where an odd kernel (the
+# embedding) breaks them each step 0.96 (tests/test_phases.py)
+NESTED_REPEAT = 0.98
+
+
+def _finer_period(
+    periods: np.ndarray, repeat: np.ndarray, covered: np.ndarray, period: np.ndarray, candidates: np.ndarray
+) -> int:
+    """The period that repeats best (the shortest of equals), unless a loop at least MIN_STEPS times finer
+    inside it covers as much of the sequence and repeats NESTED_REPEAT well: a generate() request repeats best
+    (its prefill repeats with it), but its decode steps cover more and are the loop."""
+    best = int(periods[np.flatnonzero(repeat >= repeat.max() - 0.002)[0]])
+    reach = {int(p): float(covered[candidates[period[candidates] == p]].max()) for p in periods.tolist()}
+    finer = [
+        int(p)
+        for p, r in zip(periods.tolist(), repeat.tolist())
+        if p * MIN_STEPS <= best and r >= NESTED_REPEAT and reach[int(p)] >= reach[best]
+    ]
+    return max(finer, key=lambda p: (reach[p], -p)) if finer else best
 
 
 # transformers' generate() reads whether every sequence has finished once per new token
