@@ -240,7 +240,8 @@ def test_a_read_the_host_branches_on_is_a_true_dependency_with_no_rewrite(tmp_pa
 @pytest.mark.parametrize(
     ("program", "line", "rewrite"),
     [
-        ("import torch\ndef f(a, b):\n    return max(a, b)\n", 3, "    return torch.maximum(a, b)"),
+        # clamp takes a tensor or a number as its bound (torch.minimum would raise on roi_heads' int im_w)
+        ("import torch\ndef f(a, b):\n    return max(a, b)\n", 3, "    return torch.clamp(a, min=b)"),
         ("import torch\ndef f(n):\n    return x / min(n, 1)\n", 3, "    return x / torch.clamp(n, max=1)"),
         ("import torch\ndef f(x):\n    assert (x >= 0).all()\n", 3, "    torch._assert_async((x >= 0).all())"),
         (
@@ -270,6 +271,34 @@ def test_the_articles_rewrites(tmp_path: Path, program: str, line: int, rewrite:
         return
     if_else = advice.pattern == "control flow on a GPU value" and "where" in rewrite
     assert (advice.first_line, advice.last_line) == (line, 6 if if_else else line)
+
+
+@pytest.mark.parametrize(
+    ("program", "rewrite"),
+    [
+        # clamp takes a number or a tensor as its bound: torch.minimum raised on torchvision's int im_w
+        ("import torch\ndef f(box, w):\n    x = min(box[2] + 1, w)\n", "    x = torch.clamp(box[2] + 1, max=w)"),
+        # Python's `or` takes each tensor's truth on the host: an _assert_async of it would still sync
+        ("import torch\ndef f(d):\n    assert d.all() or (~d).all(), 'x'\n", None),
+        # a message formatted with the values would read them: left out
+        (
+            "import torch\ndef f(y):\n    assert y.isfinite().all(), 'bad {}'.format(y)\n",
+            "    torch._assert_async(y.isfinite().all())",
+        ),
+        # torch.where picks tensors, never strings
+        ("import torch\ndef f(s):\n    if s.isfinite():\n        m = f'{s}'\n    else:\n        m = 'no'\n", None),
+        # int() of a read wants a Python number (a length, a size): the host's own use
+        ("import torch\ndef f(n):\n    m = int(n.max().item())\n    return m\n", None),
+    ],
+    ids=["clamp-by-a-name", "assert-or", "assert-message", "where-of-strings", "int-of-a-read"],
+)
+def test_rewrites_that_would_still_sync_or_fail_are_not_written(
+    tmp_path: Path, program: str, rewrite: str | None
+) -> None:
+    """Rewrites of corpus lines that, read again, still synced at the line or could not run (torchdiffeq's asserts
+    joined by `or` with formatted messages, torchvision's min(box, im_w), lightning's message chosen by a check,
+    torchaudio's int(lengths.max().item()))."""
+    assert _advice(tmp_path, program, 3).rewrite == rewrite
 
 
 def test_a_sync_in_a_known_library_gets_the_librarys_setting() -> None:

@@ -278,20 +278,12 @@ def test_the_pattern_is_right_on_nine_in_ten_lines_of_the_first_held_out_set(tmp
     assert _accuracy("held-out.json", tmp_path) >= 0.9
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="76 % (38 of 50) on the third held-out set, scored once (2026-12-06): a copy to the host named a value "
-    "read (4), a passed-on non_blocking copy named pageable (1), masks in compound or multi-line assignments (3), "
-    "indices by 0-dim GPU tensors (3), a list index built by list() (1) (fixtures/syncs/README.md)",
-)
-def test_the_pattern_is_right_on_nine_in_ten_lines_of_the_third_held_out_set(tmp_path: Path) -> None:
-    assert _accuracy("held-out-3.json", tmp_path) >= 0.9
-
-
-def test_the_third_held_out_set_keeps_at_least_the_share_it_scored_once(tmp_path: Path) -> None:
+def test_the_third_held_out_set_once_scored_is_now_tuned_on(tmp_path: Path) -> None:
     """fixtures/syncs/held-out-3.json: 50 lines of per-batch copies, per-step reads and checks in seven libraries,
-    labelled before scoring: 38 right."""
-    assert _accuracy("held-out-3.json", tmp_path) >= 38 / 50
+    labelled before scoring, scored once at 38 (76 %); its twelve misses were then tuned on (a copy to the host,
+    a passed-on non_blocking, masks negated or mixed by name, 0-dim GPU indices, a list built at run time), so
+    it is a tuning set now: held-out-4.json is the set scored after that change."""
+    assert _accuracy("held-out-3.json", tmp_path) == 1.0
 
 
 @pytest.mark.parametrize(
@@ -300,14 +292,7 @@ def test_the_third_held_out_set_keeps_at_least_the_share_it_scored_once(tmp_path
         "tuning.json",
         "held-out.json",
         "held-out-2.json",
-        pytest.param(
-            "held-out-3.json",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="torch_geometric's Data.to passes non_blocking on: labelled a copy between host and device, "
-                "recognised as a pageable copy and rewritten as one",
-            ),
-        ),
+        "held-out-3.json",
     ],
 )
 def test_every_rewrite_of_a_corpus_line_parses_and_none_contradicts_its_label(name: str, tmp_path: Path) -> None:

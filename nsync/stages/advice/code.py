@@ -304,7 +304,8 @@ def _is_read(node: ast.AST) -> ast.expr | None:
         and len(node.args) == 1
         and not node.keywords
     ):
-        return node.args[0]
+        inner = _is_read(node.args[0])  # int(x.item()): x is what is read
+        return node.args[0] if inner is None else inner
     return None
 
 

@@ -13,6 +13,11 @@ UNKNOWN = "no known pattern"
 # none is read in its function (_from_function).
 # a call's parentheses with no top-level comma (commas inside brackets and nested calls allowed)
 _ONE_ARGUMENT = r"\((?:[^(),\[\]]|\[[^\]]*\]|\((?:[^()]|\([^()]*\))*\))*\)"
+# a .to() whose only argument is a dtype (``.to(x.dtype)``, ``.to(torch.float32)``): a cast, not a copy
+_NOT_A_DTYPE = (
+    r"(?!\s*(?:dtype\s*=\s*)?(?:[\w.]*\.dtype|dtype|torch\.(?:u?int\d*|float\d*|half|bfloat16|double|long|bool"
+    r"|complex\d*))\s*\))"
+)
 
 
 PATTERNS: list[tuple[str, str, re.Pattern[str], str]] = [
@@ -50,20 +55,20 @@ PATTERNS: list[tuple[str, str, re.Pattern[str], str]] = [
     (
         "copy from pageable memory",
         "false",
-        re.compile(r"\.(to|cuda)\s*\(.*non_blocking"),
+        re.compile(r"\.(to|cuda)\s*\(.*non_blocking\s*=\s*True"),
         "pin the host tensor once (.pin_memory(), or DataLoader(pin_memory=True)): non_blocking is then asynchronous",
     ),
     (
         "value read",
         "false",
-        re.compile(r"\.(item|tolist|numpy)\s*\("),
+        re.compile(r"\.(item|tolist)\s*\("),
         "keep the value on the GPU (accumulate it there) and read it every N steps or after the loop (read once "
         "a step, it still syncs once a step); several reads: torch.stack them and copy once",
     ),
     (
         "copy between host and device",
         "false",
-        re.compile(r"\.(to|cuda)\s*\(|super\(\)\.cpu\s*\("),
+        re.compile(r"\.(to|cuda)\s*\(" + _NOT_A_DTYPE + r"|super\(\)\.cpu\s*\("),
         "a batch copied each step: pin it (DataLoader(pin_memory=True), or .pin_memory()) and copy with "
         "non_blocking=True; a model, a metric's state or a constant: move it once, before the loop",
     ),
@@ -80,9 +85,16 @@ PATTERNS: list[tuple[str, str, re.Pattern[str], str]] = [
     (
         "value read",
         "false",
-        re.compile(r"\.cpu\s*\(|\b(float|int|bool)\s*\("),
+        re.compile(r"\b(float|int|bool)\s*\("),
         "keep the value on the GPU (accumulate it there) and read it every N steps or after the loop (read once "
         "a step, it still syncs once a step); several reads: torch.stack them and copy once",
+    ),
+    (
+        "copy between host and device",
+        "false",
+        re.compile(r"\.(cpu|numpy)\s*\("),
+        "a result copied to the host each step: keep it on the GPU and copy it every N steps or after the loop, "
+        "or copy it into pinned memory with non_blocking=True and wait on an event only where it is used",
     ),
     (
         "Python builtin on tensors",

@@ -119,6 +119,9 @@ def _read_in_statement(code: _Code, read: ast.AST, inner: ast.AST) -> _Edit:
 
 
 def _is_tolist(node: ast.AST) -> bool:
+    """``x.tolist()`` or ``int(...)``: read to be used as Python numbers (a list; a size, a length, an index)."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "int":
+        return True
     return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "tolist"
 
 

@@ -31,43 +31,107 @@ def _from_function(code: _Code) -> tuple[str, str, str] | None:
         wanted = "dynamic shape (a mask or nonzero)"
     elif _applies_module_fn(code):
         wanted = "copy between host and device"
+    elif _scalar_tensor_index(code):
+        wanted = "value read"
     else:
         return None
     return next((p, d, f) for p, d, _, f in PATTERNS if p == wanted)
 
 
-def _mask_named_index(code: _Code) -> bool:
-    """Whether the line indexes with a name its function binds to a boolean expression."""
-    scope = code.function or code.tree
-    masks = {
-        target.id
-        for node in ast.walk(scope)
-        if isinstance(node, ast.Assign) and _boolean(node.value)
-        for target in node.targets
-        if isinstance(target, ast.Name)
-    }
-    return any(
-        isinstance(part, ast.Name) and part.id in masks
+def _index_parts(code: _Code) -> list[ast.expr]:
+    """The indices of the line's subscripts, a tuple index's parts each."""
+    return [
+        part
         for node in code.on_line()
         if isinstance(node, ast.Subscript)
         for part in (node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice])
-    )
+    ]
 
 
-_BOOLEAN_CALLS = {"isnan", "isinf", "isfinite", "isin", "logical_and", "logical_or", "logical_not", "logical_xor",
-                  "eq", "ne", "lt", "le", "gt", "ge", "bool"}  # fmt: skip
+def _bindings(code: _Code) -> dict[str, ast.expr]:
+    """The value each plain name is bound to in the line's function (the last binding where there are several)."""
+    return {
+        target.id: node.value
+        for node in ast.walk(code.function or code.tree)
+        if isinstance(node, ast.Assign)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
 
 
-def _boolean(node: ast.AST) -> bool:
-    """Whether an expression makes a boolean tensor: a comparison, a negation or a bitwise mix of them, or a
-    call that returns one (``torch.isnan``, ``x.eq(y)``, ``.bool()``)."""
+def _mask_named_index(code: _Code) -> bool:
+    """Whether the line indexes with a name its function binds to a boolean expression (or its negation,
+    ``x[~keep]``), through names bound to mixes of such names (``cond = cond_a & cond_b``)."""
+    bound = _bindings(code)
+    masks: set[str] = set()
+    while True:  # a fixed point: each pass may add names made of the masks found so far
+        found = {name for name, value in bound.items() if _boolean(value, masks)} - masks
+        if not found:
+            break
+        masks |= found
+    return any(_boolean(part, masks) for part in _index_parts(code))
+
+
+_BOOLEAN_CALLS = {"isnan", "isinf", "isfinite", "isin", "isclose", "isneginf", "isposinf", "signbit", "logical_and",
+                  "logical_or", "logical_not", "logical_xor", "eq", "ne", "lt", "le", "gt", "ge", "bool"}  # fmt: skip
+
+
+def _boolean(node: ast.AST, masks: set[str] = frozenset()) -> bool:  # type: ignore[assignment]
+    """Whether an expression makes a boolean tensor: a comparison, a negation or a bitwise mix of them, a
+    call that returns one (``torch.isnan``, ``x.eq(y)``, ``.bool()``), or a name in ``masks``."""
     if isinstance(node, ast.Compare):
         return True
+    if isinstance(node, ast.Name):
+        return node.id in masks
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.Invert, ast.Not)):
-        return _boolean(node.operand)
+        return _boolean(node.operand, masks)
     if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.BitAnd, ast.BitOr, ast.BitXor)):
-        return _boolean(node.left) or _boolean(node.right)
+        return _boolean(node.left, masks) or _boolean(node.right, masks)
     return isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) in _BOOLEAN_CALLS
+
+
+# calls that give a tensor of one element: an index by it is read to the host (``x[best]``)
+_ARG_CALLS = {"argmax", "argmin"}
+# calls that give a tensor (not a Python value or a shape), so that ``name[0]`` of it is a 0-dim tensor
+_SIZES = {"size", "tolist", "item", "numel", "dim", "keys", "items", "values", "split", "chunk", "unbind"}
+
+
+def _scalar_tensor_index(code: _Code) -> bool:
+    """Whether the line indexes with a 0-dim GPU tensor, which PyTorch reads to the host: a name bound to an
+    ``argmax``/``argmin`` of a whole tensor (no ``dim``, or of a flattened one), or ``name[0]`` of a name bound
+    to a tensor expression (``groups = counts.cumsum(0) - 1`` then ``x[groups[0]]``)."""
+    bound = _bindings(code)
+    for part in _index_parts(code):
+        if isinstance(part, ast.Name) and _whole_arg(bound.get(part.id)):
+            return True
+        if (
+            isinstance(part, ast.Subscript)
+            and isinstance(part.value, ast.Name)
+            and isinstance(part.slice, ast.Constant)
+            and isinstance(part.slice.value, int)
+            and _tensor_expression(bound.get(part.value.id))
+        ):
+            return True
+    return False
+
+
+def _whole_arg(value: ast.expr | None) -> bool:
+    """Whether ``value`` is ``torch.argmax(x)`` / ``x.argmax()`` with no dimension, or of a flattened ``x``."""
+    if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in _ARG_CALLS):
+        return False
+    by_torch = isinstance(value.func.value, ast.Name) and value.func.value.id == "torch"
+    operand = (value.args[0] if value.args else None) if by_torch else value.func.value
+    has_dim = any(k.arg == "dim" for k in value.keywords) or len(value.args) > int(by_torch)
+    flattened = isinstance(operand, ast.Call) and getattr(operand.func, "attr", "") in ("view", "reshape", "flatten")
+    return not has_dim or flattened
+
+
+def _tensor_expression(value: ast.expr | None) -> bool:
+    """Whether ``value`` is built by a tensor method or ``torch.`` call (and not a size, list or Python value)."""
+    if value is None or isinstance(value, (ast.List, ast.Tuple, ast.Constant, ast.ListComp)):
+        return False
+    calls = [n for n in ast.walk(value) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)]
+    return bool(calls) and not any(c.func.attr in _SIZES for c in calls)  # type: ignore[attr-defined]
 
 
 def _applies_module_fn(code: _Code) -> bool:
@@ -127,6 +191,10 @@ def _literal_kind(value: ast.AST, found: dict[str, str]) -> str | None:
         return found.get(key)
     if isinstance(value, ast.IfExp):
         return _literal_kind(value.body, found) or _literal_kind(value.orelse, found)
+    if isinstance(value, ast.ListComp) or (
+        isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in ("list", "sorted")
+    ):
+        return "list"  # a list built at run time: indexing with it copies it to the GPU
     return None
 
 

@@ -9,6 +9,7 @@ from nsync.stages.advice.code import (
     _bound_in,
     _calls_named,
     _Code,
+    _is_read,
     _names_in,
     _target,
 )
@@ -226,24 +227,35 @@ def _dynamic_shape(code: _Code) -> _Edit:
 
 def _control_flow(code: _Code) -> _Edit:
     statement = code.statement
-    if isinstance(statement, ast.Assert):
+    test_reads = isinstance(statement, (ast.Assert, ast.If, ast.While)) and _reads_on_host(statement.test)
+    if isinstance(statement, ast.Assert) and not test_reads:
         test = code.text(statement.test)
-        message = f", {code.text(statement.msg)}" if statement.msg is not None else ""
+        literal = isinstance(statement.msg, ast.Constant) and isinstance(statement.msg.value, str)
+        message = f", {code.text(statement.msg)}" if literal else ""  # type: ignore[arg-type]
         return _Edit(
             rewrite=f"{code.indent}torch._assert_async({test}{message})",
             short="check on the GPU (_assert_async)",
             why=f"`assert {test}` reads a GPU value on the host to decide whether to raise",
             caveat="the check then runs on the GPU and a failure is raised at a later sync, not at this line; "
-            "torch._assert_async is PyTorch's, though not a public API",
+            "torch._assert_async is PyTorch's, though not a public API"
+            + (
+                "; the message is left out: formatting it would read the values"
+                if statement.msg and not literal
+                else ""
+            ),
         )
     if (
-        isinstance(statement, ast.If)
+        not test_reads
+        and isinstance(statement, ast.If)
         and len(statement.body) == 1
         and len(statement.orelse) == 1
         and all(isinstance(s, ast.Assign) and len(s.targets) == 1 for s in (*statement.body, *statement.orelse))
     ):
         then, other = statement.body[0], statement.orelse[0]
-        if code.text(then.targets[0]) == code.text(other.targets[0]):  # type: ignore[attr-defined]
+        if code.text(then.targets[0]) == code.text(other.targets[0]) and not any(  # type: ignore[attr-defined]
+            isinstance(v, ast.JoinedStr) or (isinstance(v, ast.Constant) and isinstance(v.value, str))
+            for v in (then.value, other.value)  # type: ignore[attr-defined]
+        ):  # torch.where selects tensors (or numbers), never strings
             target = code.text(then.targets[0])  # type: ignore[attr-defined]
             selected = (
                 f"{code.indent}{target} = torch.where({code.text(statement.test)}, {code.text(then.value)}, "  # type: ignore[attr-defined]
@@ -264,6 +276,13 @@ def _control_flow(code: _Code) -> _Edit:
     return _Edit()
 
 
+def _reads_on_host(test: ast.expr) -> bool:
+    """Whether a condition reads its values on the host whatever the statement: Python's ``and``/``or``/``not``
+    take each tensor's truth, and ``.item()``-like reads in it stay."""
+    return any(isinstance(n, ast.BoolOp) or (isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.Not))
+               or _is_read(n) is not None for n in ast.walk(test))  # fmt: skip
+
+
 def _builtin(code: _Code) -> _Edit:
     for node in code.on_line():
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("max", "min")):
@@ -272,18 +291,14 @@ def _builtin(code: _Code) -> _Edit:
             continue
         a, b = node.args
         bound = "min" if node.func.id == "max" else "max"
-        numbers = [isinstance(x, ast.Constant) for x in (a, b)]
-        if any(numbers):
-            tensor, number = (b, a) if numbers[0] else (a, b)
-            new = f"torch.clamp({code.text(tensor)}, {bound}={code.text(number)})"
-        else:
-            new = f"torch.{'maximum' if node.func.id == 'max' else 'minimum'}({code.text(a)}, {code.text(b)})"
+        tensor, other = (b, a) if isinstance(a, ast.Constant) else (a, b)
+        new = f"torch.clamp({code.text(tensor)}, {bound}={code.text(other)})"  # the bound a number or a tensor
         return _Edit(
             rewrite=code.rewritten([(node, new)]),
-            short=new.split("(")[0],
+            short="torch.clamp",
             why=f"Python's `{node.func.id}` compares the tensors on the host, which reads them",
             caveat="the result is a tensor on the GPU"
-            + ("" if any(numbers) else "; both arguments must be tensors of one device"),
+            + ("" if isinstance(other, ast.Constant) else f"; `{code.text(tensor)}` must be the tensor"),
         )
     return _Edit()
 
