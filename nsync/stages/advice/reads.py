@@ -99,7 +99,7 @@ def _read_in_statement(code: _Code, read: ast.AST, inner: ast.AST) -> _Edit:
         name = statement.targets[0].id
         later = code.later_uses(name)
         # a .tolist() is read to be used as Python numbers: any later use of them is the host's
-        host_uses = later if _is_tolist(read) else [use for use in later if use in code.host_used]
+        host_uses = later if _read_as_numbers(read) else [use for use in later if use in code.host_used]
         if host_uses:
             first = host_uses[0]
             return _Edit(
@@ -118,11 +118,11 @@ def _read_in_statement(code: _Code, read: ast.AST, inner: ast.AST) -> _Edit:
     return _Edit(why=f"`{what}` copies the value to the host and waits for the GPU")
 
 
-def _is_tolist(node: ast.AST) -> bool:
+def _read_as_numbers(node: ast.AST) -> bool:
     """``x.tolist()`` or ``int(...)``: read to be used as Python numbers (a list; a size, a length, an index)."""
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "int":
-        return True
-    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "tolist"
+    return isinstance(node, ast.Call) and (
+        getattr(node.func, "id", None) == "int" or getattr(node.func, "attr", None) == "tolist"
+    )
 
 
 def _norm_of(node: ast.expr) -> ast.expr | None:

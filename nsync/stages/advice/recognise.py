@@ -4,6 +4,7 @@ a module's _apply(fn)."""
 from __future__ import annotations
 
 import ast
+from collections.abc import Set as AbstractSet
 
 from nsync.stages.advice.code import _Code, _names_in
 from nsync.stages.advice.patterns import INDEX, PATTERNS
@@ -76,7 +77,7 @@ _BOOLEAN_CALLS = {"isnan", "isinf", "isfinite", "isin", "isclose", "isneginf", "
                   "logical_or", "logical_not", "logical_xor", "eq", "ne", "lt", "le", "gt", "ge", "bool"}  # fmt: skip
 
 
-def _boolean(node: ast.AST, masks: set[str] = frozenset()) -> bool:  # type: ignore[assignment]
+def _boolean(node: ast.AST, masks: AbstractSet[str] = frozenset()) -> bool:
     """Whether an expression makes a boolean tensor: a comparison, a negation or a bitwise mix of them, a
     call that returns one (``torch.isnan``, ``x.eq(y)``, ``.bool()``), or a name in ``masks``."""
     if isinstance(node, ast.Compare):
