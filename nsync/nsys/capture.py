@@ -206,8 +206,8 @@ def _result(ended: _Ended, watch: HangWatch, options: CaptureOptions, say: Say) 
         running = leftovers.running_nsys() if code > 0 else []  # (nsys that failed to start exits 1; ours has ended)
         left = stale_session_state() if code > 0 else []
         failed = f"nsys exited with code {code} and wrote no report ({options.base}.nsys-rep)"
-        if code > 0 and ended.says_started and not ended.started and not left:
-            raise NsysFailedFirst(f"{failed} before the program started{advice([], running)}", running)
+        if code > 0 and ended.says_started and not ended.started:  # (state left then may be another nsys's)
+            raise NsysFailedFirst(f"{failed} before the program started", running, advice(left, running))
         raise NsysError(f"{failed}{advice(left, running)}")
     if hung:  # nsys's own exit code after a shutdown is not the program's
         if watch.program_exit_code is None:
@@ -224,11 +224,14 @@ RELAY_DRAIN_S = 5
 class NsysFailedFirst(NsysError):
     """nsys failed before the program it was to run started (it says so when nsync's sitecustomize runs in it):
     trying again runs nothing twice. Seen now and then with Debian's nsys 2022.4. ``running``: the other nsys
-    running then (their pids), where any was."""
+    running then (their pids), where any was; ``advice``: what the user can do (a state left behind, another
+    nsys), said once trying again has failed too."""
 
-    def __init__(self, message: str, running: list[int] | None = None) -> None:
-        super().__init__(message)
+    def __init__(self, message: str, running: list[int] | None = None, advice: str = "") -> None:
+        super().__init__(message + advice)
+        self.failed = message
         self.running = running or []
+        self.advice = advice
 
 
 class WindowNeverOpened(NsysError):

@@ -52,11 +52,11 @@ def _capture(nsys: Nsys, command: Sequence[str], options: CaptureOptions, tell: 
     try:
         return run_capture(nsys, command, options, tell)
     except NsysFailedFirst as failed:
-        tell(f"{failed}: trying once more")
+        tell(f"{failed.failed}: trying once more")
     try:
         return run_capture(nsys, command, options, tell)
     except NsysFailedFirst as again:
-        raise NsysError(f"{again} (tried twice){'' if again.running else ': run again'}") from None
+        raise NsysError(f"{again.failed} (tried twice){again.advice or ': run again'}") from None
 
 
 def profile(
