@@ -85,7 +85,7 @@ def test_every_call_site_shows_its_line_its_cost_and_its_fix_at_any_width(column
         block = " ".join(line.strip().removeprefix(CONTINUED) for line in lines[first + 1 : first + 8])
         assert " ".join(code[number - 1].split()) in " ".join(block.split())
         assert "exposed idle" in block and "host wait" in block and "fix (" in block
-    assert not table or any(line.startswith("fix #1 probe.py:21 (value read") for line in lines)
+    assert not table or any(line.startswith("fix #1 probe.py:21 (copy between host and device") for line in lines)
     assert "warning" not in result.stdout and "no Python frames" not in result.stdout  # (stderr's)
 
 

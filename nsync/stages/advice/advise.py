@@ -13,7 +13,7 @@ from nsync.stages.advice.code import _Code, _strip_comment, read_code
 from nsync.stages.advice.edit import _checked, _Edit
 from nsync.stages.advice.library import library_advice
 from nsync.stages.advice.model import Advice
-from nsync.stages.advice.patterns import PRINT, SHORT, UNKNOWN, classify
+from nsync.stages.advice.patterns import PRINT, UNKNOWN, classify, short_fix
 from nsync.stages.advice.recognise import _from_function
 from nsync.stages.advice.rewrites import _REWRITERS
 from nsync.stages.callsites import copies_to_pageable_host, library_package
@@ -42,7 +42,7 @@ def advise_code(code: _Code, file: str, printed: bool = False) -> Advice:
     return Advice(
         pattern=pattern,
         dependency=edit.dependency or dependency,
-        short=edit.short or SHORT[pattern],
+        short=edit.short or short_fix(pattern, fix),
         why=(edit.why or f"`{own.strip()}` syncs") + ".",
         rewrite=edit.rewrite,
         setup=edit.setup,

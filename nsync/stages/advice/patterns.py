@@ -20,6 +20,12 @@ _NOT_A_DTYPE = (
 )
 
 
+_TO_HOST = (
+    "a result copied to the host each step: keep it on the GPU and copy it every N steps or after the loop, or "
+    "copy it into pinned memory with non_blocking=True and wait on an event only where it is used"
+)
+
+
 PATTERNS: list[tuple[str, str, re.Pattern[str], str]] = [
     (
         "explicit synchronize",
@@ -93,8 +99,7 @@ PATTERNS: list[tuple[str, str, re.Pattern[str], str]] = [
         "copy between host and device",
         "false",
         re.compile(r"\.(cpu|numpy)\s*\("),
-        "a result copied to the host each step: keep it on the GPU and copy it every N steps or after the loop, "
-        "or copy it into pinned memory with non_blocking=True and wait on an event only where it is used",
+        _TO_HOST,
     ),
     (
         "Python builtin on tensors",
@@ -124,6 +129,11 @@ SHORT = {  # the usual fix of each pattern in a few words (a rewriter may say it
     "Python builtin on tensors": "use the torch op",
     UNKNOWN: "keep the value on the GPU",
 }
+
+
+def short_fix(pattern: str, fix: str) -> str:
+    """The fix in a few words; a copy to the host is not fixed like one to the device, though both are copies."""
+    return "copy it after the loop" if fix == _TO_HOST else SHORT[pattern]
 
 
 def classify(code: str) -> tuple[str, str, str]:
