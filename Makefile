@@ -40,9 +40,10 @@ docs: $(STAMP)
 test: system-deps $(STAMP) lint
 	$(BIN)/pytest -q
 
-# The quick subset while working (under a minute here): no real nsys, browser, wheel build or nsync subprocess.
+# The quick subset while working (under a minute here, on two cores): no real nsys, browser, wheel build or
+# nsync subprocess, so its tests can run side by side.
 test-quick: $(STAMP)
-	$(BIN)/pytest -q -m "not slow"
+	$(BIN)/pytest -q -m "not slow" -n 2
 
 # The suite again on the lowest versions pyproject.toml declares (uv's lowest-direct resolution), so that
 # the floors are versions that work. The wheel's own test is left to `make test`.
