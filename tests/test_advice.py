@@ -301,6 +301,44 @@ def test_rewrites_that_would_still_sync_or_fail_are_not_written(
     assert _advice(tmp_path, program, 3).rewrite == rewrite
 
 
+# transformers' SequenceBiasLogitsProcessor.__call__ (generation/logits_process.py), as harvested on the H100
+SEQUENCE_BIAS = """\
+def bias_of(self, input_ids, scores):
+    bias = torch.zeros_like(scores)
+    for sequence_ids, sequence_bias in self.sequence_bias.items():
+        last_token = sequence_ids[-1]
+        matching_rows = torch.eq(
+            input_ids[:, -1:],
+            torch.tensor(sequence_ids[:-1], dtype=input_ids.dtype, device=input_ids.device),
+        ).prod(dim=1)
+        bias[:, last_token] += torch.where(
+            matching_rows.bool(),
+            torch.tensor(sequence_bias, device=input_ids.device),
+            torch.tensor(0.0, device=input_ids.device),
+        )
+    return bias
+"""
+
+
+def test_a_statement_with_two_copies_to_the_device_gets_one_rewrite_of_both(tmp_path: Path) -> None:
+    """On the H100 (scripts/h200/check-rewrites.py), line 11's rewrite was written and line 12's, which touched
+    the same statement, set aside: the statement still synced 8 times. Each line now gets the same rewrite, in
+    which neither copy is made from pageable memory."""
+    both = [_advice(tmp_path, SEQUENCE_BIAS, line) for line in (11, 12)]
+    assert both[0].rewrite == both[1].rewrite and not both[0].setup and not both[1].setup
+    assert both[0].rewrite == (
+        "        bias[:, last_token] += torch.where(\n"
+        "            matching_rows.bool(),\n"
+        "            torch.tensor(sequence_bias, pin_memory=True).to(input_ids.device, non_blocking=True),\n"
+        "            torch.tensor(0.0, pin_memory=True).to(input_ids.device, non_blocking=True),\n"
+        "        )"
+    )
+    # a copy of the loop's values is copied pinned; a lone one whose names are bound before the loop is made there
+    assert _advice(tmp_path, SEQUENCE_BIAS, 7).setup == ""
+    lone = SEQUENCE_BIAS.replace("torch.tensor(sequence_bias, device=input_ids.device)", "sequence_bias")
+    assert _advice(tmp_path, lone, 12).setup == "    values_gpu = torch.tensor(0.0, device=input_ids.device)"
+
+
 def test_a_sync_in_a_known_library_gets_the_librarys_setting() -> None:
     advice = advise(
         "/home/user/proj/hf_trainer.py", 34, "/x/site-packages/transformers/trainer.py", 1847, "_run_epoch",

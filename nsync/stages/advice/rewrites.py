@@ -9,6 +9,7 @@ from nsync.stages.advice.code import (
     _bound_in,
     _calls_named,
     _Code,
+    _header_nodes,
     _is_read,
     _names_in,
     _target,
@@ -78,46 +79,57 @@ def _torch_call(node: ast.AST, *names: str) -> bool:
     )
 
 
+def _copies_to_device(nodes: list[ast.AST]) -> list[ast.Call]:
+    calls = [n for n in nodes if isinstance(n, ast.Call) and _torch_call(n, "tensor", "as_tensor")]
+    return [call for call in calls if any(k.arg == "device" for k in call.keywords)]
+
+
 def _host_to_device(code: _Code) -> _Edit:
-    for node in code.on_line():
-        if not (_torch_call(node, "tensor", "as_tensor") and any(k.arg == "device" for k in node.keywords)):  # type: ignore[attr-defined]
-            continue
-        call: ast.Call = node  # type: ignore[assignment]
-        text = code.text(call)
-        why = (
-            f"`{text}` builds the tensor from Python values on the host and copies it to the GPU from pageable "
-            "memory: the host waits for the copy"
-        )
+    """A tensor built on the host and copied: made once before the loop where its names allow, else copied from
+    pinned memory. A statement with several such copies has each copied from pinned memory, in one rewrite that
+    each of its syncing lines gets alike (seen on the H100: one of two copies in a torch.where was fixed, the
+    other's rewrite was set aside as touching the same lines, and the statement still synced each step)."""
+    on_line = _copies_to_device(code.on_line())
+    if not on_line:
+        return _Edit()
+    call = on_line[0]
+    text = code.text(call)
+    why = (
+        f"`{text}` builds the tensor from Python values on the host and copies it to the GPU from pageable "
+        "memory: the host waits for the copy"
+    )
+    every = _copies_to_device([n for root in _header_nodes(code.statement) for n in ast.walk(root)])
+    place = code.setup_place(_names_in(call) - {"torch"}) if len(every) == 1 else None
+    if place is not None:
         data = call.args[0] if call.args else None
-        place = code.setup_place(_names_in(call) - {"torch"})
-        if place is not None:
-            target = _target(code)
-            base = data.id if isinstance(data, ast.Name) else (target or "values")
-            name = code.fresh(f"{base}_GPU" if base.isupper() else f"{base}_gpu")
-            line, indent = place
-            return _Edit(
-                rewrite=code.rewritten([(call, name)]),
-                setup=f"{indent}{name} = {text}",
-                setup_line=line,
-                why=why,
-                caveat=f"`{name}` is made once: if the values change between steps, copy them instead from pinned "
-                "memory with non_blocking=True",
-            )
-        device = next(k for k in call.keywords if k.arg == "device")
-        kept = [code.text(a) for a in call.args] + [
-            f"{k.arg}={code.text(k.value)}" for k in call.keywords if k.arg not in ("device", "pin_memory")
-        ]
-        # torch.as_tensor has no pin_memory: torch.tensor copies the Python values the same way
-        pinned = (
-            f"torch.tensor({', '.join([*kept, 'pin_memory=True'])}).to({code.text(device.value)}, non_blocking=True)"
-        )
+        target = _target(code)
+        base = data.id if isinstance(data, ast.Name) else (target or "values")
+        name = code.fresh(f"{base}_GPU" if base.isupper() else f"{base}_gpu")
+        line, indent = place
         return _Edit(
-            rewrite=code.rewritten([(call, pinned)]),
+            rewrite=code.rewritten([(call, name)]),
+            setup=f"{indent}{name} = {text}",
+            setup_line=line,
             why=why,
-            caveat="the values change each step, so they are still copied each step, but from pinned memory: the "
-            "copy is queued and the host does not wait",
+            caveat=f"`{name}` is made once: if the values change between steps, copy them instead from pinned "
+            "memory with non_blocking=True",
         )
-    return _Edit()
+    return _Edit(
+        rewrite=code.rewritten([(copy, _pinned(code, copy)) for copy in every]),
+        why=why,
+        caveat=f"the values {'change' if len(every) == 1 else 'may change'} each step, so they are still copied "
+        "each step, but from pinned memory: the copy is queued and the host does not wait",
+    )
+
+
+def _pinned(code: _Code, call: ast.Call) -> str:
+    """``torch.tensor(values, ..., device=d)`` as a copy from pinned memory (torch.as_tensor has no pin_memory:
+    torch.tensor copies the Python values the same way)."""
+    device = next(k for k in call.keywords if k.arg == "device")
+    kept = [code.text(a) for a in call.args] + [
+        f"{k.arg}={code.text(k.value)}" for k in call.keywords if k.arg not in ("device", "pin_memory")
+    ]
+    return f"torch.tensor({', '.join([*kept, 'pin_memory=True'])}).to({code.text(device.value)}, non_blocking=True)"
 
 
 def _pageable(code: _Code) -> _Edit:
