@@ -18,7 +18,7 @@ from types import ModuleType
 
 import pytest
 
-from nsync.stages.advice import Advice, advise_code, read_code
+from nsync.stages.advice import UNKNOWN, Advice, advise_code, read_code
 from nsync.testing import SyncFound, classify, sync_free
 
 STAND_IN = '''"""A stand-in for torch: CUDA 'available', the sync debug mode, and a tensor whose .item() syncs."""
@@ -278,6 +278,64 @@ def test_the_pattern_is_right_on_nine_in_ten_lines_of_the_first_held_out_set(tmp
     assert _accuracy("held-out.json", tmp_path) >= 0.9
 
 
+def test_the_fourth_held_out_set_scored_once_after_the_third_was_tuned_on(tmp_path: Path) -> None:
+    """fixtures/syncs/held-out-4.json: 64 lines of ten libraries' paths no earlier set ran, harvested on the H100
+    after held-out-3 was tuned on and labelled by hand before scoring; scored once at 57 (89 %). Each of the seven
+    misses is 'no known pattern', never a wrong pattern: a statement whose copy is on the line below the
+    syncing one, a bare ``tensor(..., device=)``, a GPU value passed as ``topk``'s k, a mask or an index made in
+    another function, a CPU tensor assigned into a GPU slice, clip_grad_norm_'s error_if_nonfinite check."""
+    advised = _corpus("held-out-4.json", tmp_path)
+    assert sum(advice.pattern == line["pattern"] for line, advice in advised) >= 57
+    assert all(advice.pattern in (line["pattern"], UNKNOWN) for line, advice in advised)
+
+
+@pytest.mark.xfail(strict=True, reason="89 % (57 of 64) on held-out-4, scored once (fixtures/syncs/README.md)")
+def test_the_pattern_is_right_on_nine_in_ten_lines_of_the_fourth_held_out_set(tmp_path: Path) -> None:
+    assert _accuracy("held-out-4.json", tmp_path) >= 0.9
+
+
+def _checked_on_the_gpu() -> dict:
+    import json
+
+    return json.loads((Path(__file__).parent.parent / "fixtures/syncs/rewrites-h100.json").read_text())
+
+
+def test_rewrites_written_into_the_libraries_left_no_sync_at_their_lines_but_two_that_shared_a_statement() -> None:
+    """Measured on the H100 (scripts/h200/check-rewrites.py): nsync's 20 rewrites of held-out-3's and held-out-4's
+    lines, 19 written into the installed libraries (one set aside as touching a statement another had changed),
+    and each program run again under sync_free. Every program still ran; 17 left no sync at their lines. The two
+    left: a torch.where with two copies, of which one was
+    fixed (its other line's rewrite, touching the same statement, was set aside: mended since, below), and a
+    value copied into a GPU tensor at a Python list index, whose index still syncs (once per generate() call)."""
+    checked = _checked_on_the_gpu()
+    assert all(p["error_after"] is None for p in checked["programs"].values())
+    left = {(r["file"], r["line"]) for r in checked["rewrites"] if r["applied"] and r["syncs_left"]}
+    assert left == {("transformers/generation/logits_process.py", 1313),
+                    ("transformers/generation/logits_process.py", 1348)}  # fmt: skip
+    assert len({(r["file"], r["line"]) for r in checked["rewrites"] if r["applied"] and not r["syncs_left"]}) == 17
+
+
+def test_the_rewrites_checked_on_the_gpu_are_the_ones_nsync_writes_now(tmp_path: Path) -> None:
+    """So that the measurement above stands for the code as it is: each rewrite that left no sync is the one
+    nsync writes for that line today (read in its function from the corpora); the torch.where statement's two
+    lines now get one rewrite of both copies, with no copy from pageable memory left in it."""
+    corpus = {
+        (line["file"], line["line"]): (line, advice)
+        for name in ["tuning.json", "held-out.json", "held-out-3.json", "held-out-4.json"]
+        for line, advice in _corpus(name, tmp_path)
+    }
+
+    def stripped(text: str | None) -> list[str]:
+        return [part.strip() for part in (text or "").splitlines()]
+
+    for checked in _checked_on_the_gpu()["rewrites"]:
+        _line, advice = corpus[(checked["file"], checked["line"])]
+        if checked["applied"] and not checked["syncs_left"]:
+            assert stripped(advice.rewrite) == stripped(checked["rewrite"]), (checked["file"], checked["line"])
+    where = [corpus[("transformers/generation/logits_process.py", n)][1] for n in (1313, 1314)]
+    assert where[0].rewrite == where[1].rewrite and "device=" not in (where[0].rewrite or "x device=")
+
+
 def test_the_third_held_out_set_once_scored_is_now_tuned_on(tmp_path: Path) -> None:
     """fixtures/syncs/held-out-3.json: 50 lines of per-batch copies, per-step reads and checks in seven libraries,
     labelled before scoring, scored once at 38 (76 %); its twelve misses were then tuned on (a copy to the host,
@@ -293,6 +351,7 @@ def test_the_third_held_out_set_once_scored_is_now_tuned_on(tmp_path: Path) -> N
         "held-out.json",
         "held-out-2.json",
         "held-out-3.json",
+        "held-out-4.json",
     ],
 )
 def test_every_rewrite_of_a_corpus_line_parses_and_none_contradicts_its_label(name: str, tmp_path: Path) -> None:
