@@ -334,6 +334,10 @@ def test_the_rewrites_checked_on_the_gpu_are_the_ones_nsync_writes_now(tmp_path:
             assert stripped(advice.rewrite) == stripped(checked["rewrite"]), (checked["file"], checked["line"])
     where = [corpus[("transformers/generation/logits_process.py", n)][1] for n in (1313, 1314)]
     assert where[0].rewrite == where[1].rewrite and "device=" not in (where[0].rewrite or "x device=")
+    # and written so, on the H100 again: no sync left at either line
+    rechecked = {r["line"]: r for r in _checked_on_the_gpu()["rechecked"]["rewrites"]}
+    assert stripped(rechecked[1313]["rewrite"]) == stripped(where[0].rewrite)
+    assert [(rechecked[n]["applied"], rechecked[n]["syncs_left"]) for n in (1313, 1314)] == [(True, 0), (True, 0)]
 
 
 def test_the_third_held_out_set_once_scored_is_now_tuned_on(tmp_path: Path) -> None:
