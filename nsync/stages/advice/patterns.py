@@ -3,14 +3,24 @@
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
 UNKNOWN = "no known pattern"
 
 
-# (pattern, whether the host truly needs the value, regular expression on the line, the fix), first match wins.
-# Tuned on fixtures/syncs/tuning.json (56 lines of six libraries) and the lab scenarios; scored on
-# fixtures/syncs/held-out-2.json, which it was not tuned on (tests/test_sync_free.py). A line whose text fits
-# none is read in its function (_from_function).
+class Pattern(NamedTuple):
+    """One pattern's entry: a pattern may have several (a copy to the host is not fixed like one to the device)."""
+
+    name: str
+    dependency: str  # whether the host truly needs the value
+    expression: re.Pattern[str]  # on the line's text
+    fix: str
+    short: str  # the fix in a few words (a rewriter may say it more precisely)
+
+
+# The patterns' entries, first match wins. Tuned on fixtures/syncs/tuning.json (56 lines of six libraries) and
+# the lab scenarios; scored on fixtures/syncs/held-out-2.json, which it was not tuned on (tests/test_sync_free.py).
+# A line whose text fits none is read in its function (_from_function).
 # a call's parentheses with no top-level comma (commas inside brackets and nested calls allowed)
 _ONE_ARGUMENT = r"\((?:[^(),\[\]]|\[[^\]]*\]|\((?:[^()]|\([^()]*\))*\))*\)"
 # a .to() whose only argument is a dtype (``.to(x.dtype)``, ``.to(torch.float32)``): a cast, not a copy
@@ -20,65 +30,76 @@ _NOT_A_DTYPE = (
 )
 
 
+_READ = (
+    "keep the value on the GPU (accumulate it there) and read it every N steps or after the loop (read once a step, "
+    "it still syncs once a step); several reads: torch.stack them and copy once"
+)
 _TO_HOST = (
     "a result copied to the host each step: keep it on the GPU and copy it every N steps or after the loop, or "
     "copy it into pinned memory with non_blocking=True and wait on an event only where it is used"
 )
 
 
-PATTERNS: list[tuple[str, str, re.Pattern[str], str]] = [
-    (
+PATTERNS: list[Pattern] = [
+    Pattern(
         "explicit synchronize",
         "false",
         re.compile(r"\bsynchronize\s*\("),
         "delete it, or wait on an event recorded after the work you need (event.synchronize()) only where the "
         "host must know that work is done",
+        "delete the synchronize",
     ),
-    (
+    Pattern(
         "print of a CUDA tensor",
         "false",
         re.compile(r"\bprint\s*\(|\blog\w*\s*\(|f[\"']"),
         "log it every N steps, or keep the values on the GPU and print them once after the loop",
+        "print after the loop",
     ),
-    (
+    Pattern(
         "control flow on a GPU value",
         "true",
         re.compile(r"^\s*(if|elif|while|assert)\b|\.(any|all)\s*\(\s*\)"),
         "compute both outcomes and select on the GPU (torch.where), or move the check out of the step",
+        "decide on the GPU (torch.where)",
     ),
-    (
+    Pattern(
         "host-to-device copy of a Python value",
         "false",
         re.compile(r"torch\.(tensor|as_tensor)\s*\((.*device|[^()]*\)\.to\s*\()|\]\s*=\s*-?[\d.]+\s*$"),
         "build the tensor once, before the loop (or from pinned memory with non_blocking=True)",
+        "build the tensor once",
     ),
-    (
+    Pattern(
         "index from a Python tuple or list",
         "false",
         re.compile(r"\[[^\]]*[(\[]\s*-?\d+\s*,"),
         "make the index a CUDA tensor once, before the loop (torch.tensor(..., device=x.device)), and index with it",
+        "index with a CUDA tensor",
     ),
-    (
+    Pattern(
         "copy from pageable memory",
         "false",
         re.compile(r"\.(to|cuda)\s*\(.*non_blocking\s*=\s*True"),
         "pin the host tensor once (.pin_memory(), or DataLoader(pin_memory=True)): non_blocking is then asynchronous",
+        "pin the host tensor",
     ),
-    (
+    Pattern(
         "value read",
         "false",
         re.compile(r"\.(item|tolist)\s*\("),
-        "keep the value on the GPU (accumulate it there) and read it every N steps or after the loop (read once "
-        "a step, it still syncs once a step); several reads: torch.stack them and copy once",
+        _READ,
+        "keep the value on the GPU",
     ),
-    (
+    Pattern(
         "copy between host and device",
         "false",
         re.compile(r"\.(to|cuda)\s*\(" + _NOT_A_DTYPE + r"|super\(\)\.cpu\s*\("),
         "a batch copied each step: pin it (DataLoader(pin_memory=True), or .pin_memory()) and copy with "
         "non_blocking=True; a model, a metric's state or a constant: move it once, before the loop",
+        "pin it and copy non_blocking, or move it once",
     ),
-    (
+    Pattern(
         "dynamic shape (a mask or nonzero)",
         "true",
         re.compile(
@@ -87,25 +108,28 @@ PATTERNS: list[tuple[str, str, re.Pattern[str], str]] = [
         ),
         "keep the shape fixed: torch.where(mask, x, 0) or a multiply by the mask; pass output_size= to "
         "repeat_interleave",
+        "keep the shape fixed",
     ),
-    (
+    Pattern(
         "value read",
         "false",
         re.compile(r"\b(float|int|bool)\s*\("),
-        "keep the value on the GPU (accumulate it there) and read it every N steps or after the loop (read once "
-        "a step, it still syncs once a step); several reads: torch.stack them and copy once",
+        _READ,
+        "keep the value on the GPU",
     ),
-    (
+    Pattern(
         "copy between host and device",
         "false",
         re.compile(r"\.(cpu|numpy)\s*\("),
         _TO_HOST,
+        "copy it after the loop",
     ),
-    (
+    Pattern(
         "Python builtin on tensors",
         "false",
         re.compile(r"(?<![.\w])(max|min|sum|any|all|abs)\s*\("),
         "use the torch op (torch.maximum, torch.sum, ...), which stays on the GPU",
+        "use the torch op",
     ),
 ]
 
@@ -116,31 +140,16 @@ PRINT = "print of a CUDA tensor"
 INDEX = "index from a Python tuple or list"
 
 
-SHORT = {  # the usual fix of each pattern in a few words (a rewriter may say it more precisely)
-    "explicit synchronize": "delete the synchronize",
-    PRINT: "print after the loop",
-    "control flow on a GPU value": "decide on the GPU (torch.where)",
-    "host-to-device copy of a Python value": "build the tensor once",
-    "index from a Python tuple or list": "index with a CUDA tensor",
-    "copy from pageable memory": "pin the host tensor",
-    "value read": "keep the value on the GPU",
-    "copy between host and device": "pin it and copy non_blocking, or move it once",
-    "dynamic shape (a mask or nonzero)": "keep the shape fixed",
-    "Python builtin on tensors": "use the torch op",
-    UNKNOWN: "keep the value on the GPU",
-}
-
-
 def short_fix(pattern: str, fix: str) -> str:
-    """The fix in a few words; a copy to the host is not fixed like one to the device, though both are copies."""
-    return "copy it after the loop" if fix == _TO_HOST else SHORT[pattern]
+    """The fix in a few words: that of the entry that gave ``fix``."""
+    return next((p.short for p in PATTERNS if p.name == pattern and p.fix == fix), "keep the value on the GPU")
 
 
 def classify(code: str) -> tuple[str, str, str]:
     """(pattern, dependency, fix) of a syncing source line, from its text (less a trailing comment); a general
     answer when none fits."""
     statement = re.split(r"\s#", code, maxsplit=1)[0]
-    for pattern, dependency, expression, fix in PATTERNS:
-        if expression.search(statement):
-            return pattern, dependency, fix
+    for pattern in PATTERNS:
+        if pattern.expression.search(statement):
+            return pattern.name, pattern.dependency, pattern.fix
     return UNKNOWN, "unknown", "find what this line reads from the GPU and keep it there (nsync profile prices it)"

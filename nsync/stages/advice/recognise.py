@@ -36,7 +36,7 @@ def _from_function(code: _Code) -> tuple[str, str, str] | None:
         wanted = "value read"
     else:
         return None
-    return next((p, d, f) for p, d, _, f in PATTERNS if p == wanted)
+    return next((p.name, p.dependency, p.fix) for p in PATTERNS if p.name == wanted)
 
 
 def _index_parts(code: _Code) -> list[ast.expr]:
