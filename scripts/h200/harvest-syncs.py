@@ -7,7 +7,7 @@ PyTorch itself: the library's own line where the library syncs. Writes $OUT/harv
 distinct line with its file (from the package's folder on), function, source, count, nsync's pattern, and the
 function that holds it as written ('context', with the line's number in it: 'context_line'), which lets the
 classifier read the line in its function. Run from the repository root: python scripts/h200/harvest-syncs.py
-[tuning] [held-out] [held-out-2] [held-out-3] [held-out-4] [PROGRAM...] (default: the tuning set's programs)
+[tuning] [held-out] [held-out-2] [held-out-3] [held-out-4] [held-out-5] [PROGRAM...] (default: the tuning set's programs)
 """
 
 import json
@@ -871,8 +871,11 @@ def where(path: str) -> str:
     return path
 
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from held_out_5 import HELD_OUT_5  # noqa: E402 -- the fifth set's programs live in their own file
+
 SETS = {"tuning": PROGRAMS, "held-out": HELD_OUT, "held-out-2": HELD_OUT_2, "held-out-3": HELD_OUT_3,
-        "held-out-4": HELD_OUT_4}  # fmt: skip
+        "held-out-4": HELD_OUT_4, "held-out-5": HELD_OUT_5}  # fmt: skip
 ALL = [program for programs in SETS.values() for program in programs]
 
 

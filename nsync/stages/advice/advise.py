@@ -13,7 +13,7 @@ from nsync.stages.advice.code import _Code, _strip_comment, read_code
 from nsync.stages.advice.edit import _checked, _Edit
 from nsync.stages.advice.library import library_advice
 from nsync.stages.advice.model import Advice
-from nsync.stages.advice.patterns import PRINT, UNKNOWN, classify, short_fix
+from nsync.stages.advice.patterns import PRINT, UNKNOWN, recognise
 from nsync.stages.advice.recognise import _from_function
 from nsync.stages.advice.rewrites import _REWRITERS
 from nsync.stages.callsites import copies_to_pageable_host, library_package
@@ -22,15 +22,15 @@ from nsync.stages.callsites import copies_to_pageable_host, library_package
 def advise_code(code: _Code, file: str, printed: bool = False) -> Advice:
     """The advice for a readable line: its pattern, and the rewrite where the code allows one."""
     own = _strip_comment(code.lines[code.line - 1])
-    pattern, dependency, fix = classify(own)
-    if pattern == UNKNOWN:
-        pattern, dependency, fix = classify(code.header())
-    if pattern == UNKNOWN:  # what the line's text cannot tell, its function can
-        pattern, dependency, fix = _from_function(code) or (pattern, dependency, fix)
-    if printed and pattern != PRINT:
-        pattern, dependency, fix = PRINT, "false", classify("print(x)")[2]
+    pattern = recognise(own)
+    if pattern.name == UNKNOWN:  # the whole statement, as one line (``torch.tensor(`` with ``device=`` lines below)
+        pattern = recognise(" ".join(code.header().split()))
+    if pattern.name == UNKNOWN:  # what the line's text cannot tell, its function can
+        pattern = _from_function(code) or pattern
+    if printed and pattern.name != PRINT:
+        pattern = recognise("print(x)")
     edit = _Edit()
-    rewriter = _REWRITERS.get(pattern)
+    rewriter = _REWRITERS.get(pattern.name)
     if rewriter is not None:
         edit = rewriter(code)
     if edit.rewrite is not None:
@@ -40,13 +40,13 @@ def advise_code(code: _Code, file: str, printed: bool = False) -> Advice:
         (statement.lineno, statement.end_lineno or statement.lineno) if edit.whole else code.lines_of(statement)
     )
     return Advice(
-        pattern=pattern,
-        dependency=edit.dependency or dependency,
-        short=edit.short or short_fix(pattern, fix),
-        why=(edit.why or f"`{own.strip()}` syncs") + ".",
+        pattern=pattern.name,
+        dependency=edit.dependency or pattern.dependency,
+        short=edit.short or pattern.short,
+        why=" ".join((edit.why or f"`{own.strip()}` syncs").split()) + ".",  # a statement's lines, as one
         rewrite=edit.rewrite,
         setup=edit.setup,
-        caveat=edit.caveat or fix,
+        caveat=edit.caveat or pattern.fix,
         basis="code",
         file=file,
         first_line=first if edit.rewrite is not None else 0,

@@ -13,7 +13,7 @@ class Pattern(NamedTuple):
 
     name: str
     dependency: str  # whether the host truly needs the value
-    expression: re.Pattern[str]  # on the line's text
+    expression: re.Pattern[str] | None  # on the line's text (None: found in the line's function)
     fix: str
     short: str  # the fix in a few words (a rewriter may say it more precisely)
 
@@ -34,6 +34,18 @@ _READ = (
     "keep the value on the GPU (accumulate it there) and read it every N steps or after the loop (read once a step, "
     "it still syncs once a step); several reads: torch.stack them and copy once"
 )
+# a logging call (``log(...)``, ``self.log_dict(...)``), not the math of ``x.log()``, ``torch.log``, ``logsumexp``...
+_LOG_CALL = (
+    r"(?<!torch\.)\blog(?!ical_|sumexp|_?softmax|1p|2\b|10\b|addexp|det|cumsumexp|it\b|_prob|_normal|sigmoid)\w*"
+    r"\s*\((?!\s*\))"
+)
+# a factory's tensor made on the host (no device=) and moved: ``torch.zeros(1).to(d)``, ``torch.eye(c).type_as(x)``
+_MADE_THEN_MOVED = (
+    r"\btorch\.(?:zeros|ones|full|eye|empty|arange)\s*\((?:(?!device)[^()]|\((?:(?!device)[^()])*\))*\)\s*"
+    r"\.(?:to|type_as|cuda)\s*\("
+)
+_DECIDE_ON_GPU = "compute both outcomes and select on the GPU (torch.where), or move the check out of the step"
+_BUILD_ONCE = "build the tensor once, before the loop (or from pinned memory with non_blocking=True)"
 _TO_HOST = (
     "a result copied to the host each step: keep it on the GPU and copy it every N steps or after the loop, or "
     "copy it into pinned memory with non_blocking=True and wait on an event only where it is used"
@@ -52,7 +64,7 @@ PATTERNS: list[Pattern] = [
     Pattern(
         "print of a CUDA tensor",
         "false",
-        re.compile(r"\bprint\s*\(|\blog\w*\s*\(|f[\"']"),
+        re.compile(r"\bprint\s*\(|" + _LOG_CALL + r"|f[\"']"),
         "log it every N steps, or keep the values on the GPU and print them once after the loop",
         "print after the loop",
     ),
@@ -60,14 +72,23 @@ PATTERNS: list[Pattern] = [
         "control flow on a GPU value",
         "true",
         re.compile(r"^\s*(if|elif|while|assert)\b|\.(any|all)\s*\(\s*\)"),
-        "compute both outcomes and select on the GPU (torch.where), or move the check out of the step",
+        _DECIDE_ON_GPU,
         "decide on the GPU (torch.where)",
+    ),
+    Pattern(
+        "control flow on a GPU value",
+        "false",
+        re.compile(r"\bclip_grad_norm_?\s*\("),  # it syncs only to check the norm: error_if_nonfinite=True
+        "clip_grad_norm_(error_if_nonfinite=True) reads the norm to the host each step: leave the flag False and "
+        "check torch.isfinite(norm) on the GPU, read every N steps",
+        "check the norm on the GPU",
     ),
     Pattern(
         "host-to-device copy of a Python value",
         "false",
-        re.compile(r"torch\.(tensor|as_tensor)\s*\((.*device|[^()]*\)\.to\s*\()|\]\s*=\s*-?[\d.]+\s*$"),
-        "build the tensor once, before the loop (or from pinned memory with non_blocking=True)",
+        # torch.tensor(...), a bare tensor(...) (``from torch import tensor``), or torch.zeros(1).to(d)
+        re.compile(r"(?:\btorch\.|(?<![.\w]))(tensor|as_tensor)\s*\((.*device|[^()]*\)\.to\s*\()|" + _MADE_THEN_MOVED),
+        _BUILD_ONCE,
         "build the tensor once",
     ),
     Pattern(
@@ -87,7 +108,7 @@ PATTERNS: list[Pattern] = [
     Pattern(
         "value read",
         "false",
-        re.compile(r"\.(item|tolist)\s*\("),
+        re.compile(r"\.(item|tolist)\s*\(|\btorch\.equal\s*\("),  # torch.equal gives a Python bool
         _READ,
         "keep the value on the GPU",
     ),
@@ -111,6 +132,13 @@ PATTERNS: list[Pattern] = [
         "keep the shape fixed",
     ),
     Pattern(
+        "host-to-device copy of a Python value",
+        "false",
+        re.compile(r"\]\s*=\s*(-?[\d.]+|True|False)\s*$"),  # x[i] = 0: the Python value is copied to the GPU
+        _BUILD_ONCE,
+        "build the tensor once",
+    ),
+    Pattern(
         "value read",
         "false",
         re.compile(r"\b(float|int|bool)\s*\("),
@@ -120,7 +148,7 @@ PATTERNS: list[Pattern] = [
     Pattern(
         "copy between host and device",
         "false",
-        re.compile(r"\.(cpu|numpy)\s*\("),
+        re.compile(r"\.(cpu|numpy)\s*\(|\btorch\.save\s*\("),  # torch.save copies CUDA tensors
         _TO_HOST,
         "copy it after the loop",
     ),
@@ -140,16 +168,22 @@ PRINT = "print of a CUDA tensor"
 INDEX = "index from a Python tuple or list"
 
 
-def short_fix(pattern: str, fix: str) -> str:
-    """The fix in a few words: that of the entry that gave ``fix``."""
-    return next((p.short for p in PATTERNS if p.name == pattern and p.fix == fix), "keep the value on the GPU")
+UNKNOWN_PATTERN = Pattern(
+    UNKNOWN,
+    "unknown",
+    None,
+    "find what this line reads from the GPU and keep it there (nsync profile prices it)",
+    "keep the value on the GPU",
+)
+
+
+def recognise(code: str) -> Pattern:
+    """The entry that fits a syncing source line's text (less a trailing comment); UNKNOWN_PATTERN when none does."""
+    statement = re.split(r"\s#", code, maxsplit=1)[0]
+    return next((p for p in PATTERNS if p.expression and p.expression.search(statement)), UNKNOWN_PATTERN)
 
 
 def classify(code: str) -> tuple[str, str, str]:
-    """(pattern, dependency, fix) of a syncing source line, from its text (less a trailing comment); a general
-    answer when none fits."""
-    statement = re.split(r"\s#", code, maxsplit=1)[0]
-    for pattern in PATTERNS:
-        if pattern.expression.search(statement):
-            return pattern.name, pattern.dependency, pattern.fix
-    return UNKNOWN, "unknown", "find what this line reads from the GPU and keep it there (nsync profile prices it)"
+    """(pattern, dependency, fix) of a syncing source line, from its text; a general answer when none fits."""
+    found = recognise(code)
+    return found.name, found.dependency, found.fix

@@ -7,7 +7,7 @@ import ast
 from collections.abc import Set as AbstractSet
 
 from nsync.stages.advice.code import _Code, _names_in
-from nsync.stages.advice.patterns import INDEX, PATTERNS
+from nsync.stages.advice.patterns import INDEX, PATTERNS, Pattern
 
 
 def _literal_index(node: ast.AST) -> bool:
@@ -22,21 +22,46 @@ def _literal_index(node: ast.AST) -> bool:
     )
 
 
-def _from_function(code: _Code) -> tuple[str, str, str] | None:
+# what a function tells that a line's text cannot, where the text's entry would advise wrongly
+GPU_SIZE = Pattern(
+    "value read",
+    "false",
+    None,
+    "a GPU value given as a size or a slice's bound is read to the host each time: use a bound the host knows "
+    "(the largest it can be) and mask the rest on the GPU, or read it once for many steps",
+    "use a bound the host knows",
+)
+CPU_INTO_SLICE = Pattern(
+    "copy between host and device",
+    "false",
+    None,
+    "a CPU tensor assigned into a GPU tensor is copied from pageable memory, and the host waits: move it to the "
+    "GPU once, before the loop, or pin it and copy with non_blocking=True",
+    "move it to the GPU first",
+)
+
+
+def _from_function(code: _Code) -> Pattern | None:
     """The pattern of a line whose text alone says nothing, read in its function: an index named by a tuple
-    or list of integers (``x[:, COLS]``), an index named by a boolean mask made there (``idx = ~torch.isnan(r)``
-    then ``r[idx]``), or a module's ``_apply(fn)`` moving its state (``.to(device)`` calls it)."""
-    if _named_literal_index(code):
-        wanted = INDEX
-    elif _mask_named_index(code):
-        wanted = "dynamic shape (a mask or nonzero)"
-    elif _applies_module_fn(code):
-        wanted = "copy between host and device"
-    elif _scalar_tensor_index(code):
-        wanted = "value read"
-    else:
-        return None
-    return next((p.name, p.dependency, p.fix) for p in PATTERNS if p.name == wanted)
+    or list of integers (``x[:, COLS]``, a ``list[int]`` parameter), an index named by a boolean mask made there
+    (``idx = ~torch.isnan(r)`` then ``r[idx]``), a module's ``_apply(fn)`` moving its state (``.to(device)`` calls
+    it), a GPU scalar used as a size or a slice's bound, a CPU tensor assigned into a slice, or the truth of a
+    value taken by ``and``/``or``/``not``."""
+    checks = [
+        (_named_literal_index, _entry(INDEX)),
+        (_mask_named_index, _entry("dynamic shape (a mask or nonzero)")),
+        (_applies_module_fn, _entry("copy between host and device")),
+        (_scalar_tensor_index, _entry("value read")),
+        (_gpu_value_as_size, GPU_SIZE),
+        (_cpu_tensor_into_slice, CPU_INTO_SLICE),
+        (_truth_taken, _entry("control flow on a GPU value")),
+    ]
+    return next((pattern for check, pattern in checks if check(code)), None)
+
+
+def _entry(name: str) -> Pattern:
+    """A pattern's first entry (its general fix)."""
+    return next(p for p in PATTERNS if p.name == name)
 
 
 def _index_parts(code: _Code) -> list[ast.expr]:
@@ -199,6 +224,15 @@ def _literal_kind(value: ast.AST, found: dict[str, str]) -> str | None:
     return None
 
 
+def _annotated_kind(annotation: ast.expr | None) -> str | None:
+    """tuple|list where a parameter is annotated a sequence of ints (``permutation: list[int]``)."""
+    if not (isinstance(annotation, ast.Subscript) and "int" in _names_in(annotation.slice)):
+        return None
+    container = getattr(annotation.value, "attr", getattr(annotation.value, "id", ""))
+    kinds = {"list": "list", "List": "list", "Sequence": "list", "tuple": "tuple", "Tuple": "tuple"}
+    return kinds.get(container)
+
+
 def _literal_names(code: _Code) -> dict[str, str]:
     """Names and ``self`` attributes bound to a tuple or list of integers (tuple|list), where the line can see
     them: at the top level, in its function (its parameters' defaults too), and anywhere in its class (its
@@ -218,6 +252,8 @@ def _literal_names(code: _Code) -> dict[str, str]:
         pairs = list(zip(positional[len(positional) - len(arguments.defaults) :], arguments.defaults))
         pairs += [(a, d) for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults) if d is not None]
         found.update({a.arg: kind for a, d in pairs if (kind := _literal_kind(d, found))})
+        annotated = positional + arguments.kwonlyargs
+        found.update({a.arg: kind for a in annotated if (kind := _annotated_kind(a.annotation))})
     owner = next((node for node in reversed(code.chain) if isinstance(node, ast.ClassDef)), None)
     if owner is not None:
         for node in ast.walk(owner):
@@ -229,3 +265,130 @@ def _literal_names(code: _Code) -> dict[str, str]:
                 if key and key.startswith("self.") and kind:
                     found[key] = kind
     return found
+
+
+# reductions to one value when given no dimension (``counts.max()``, ``mask.sum()``)
+_REDUCTIONS = {"max", "min", "sum", "amax", "amin", "argmax", "argmin", "count_nonzero", "prod"}
+_NOT_TENSORS = {"math", "np", "numpy", "statistics", "builtins"}
+# calls whose arguments are sizes: a GPU scalar given as one is read to the host
+_SIZED_METHODS = {"topk", "kthvalue", "narrow", "repeat", "expand", "view", "reshape", "new_zeros", "new_ones",
+                  "new_empty", "new_full"}  # fmt: skip
+_SIZED_TORCH = {"arange", "zeros", "ones", "empty", "full", "rand", "randn", "randint", "randperm", "linspace"}
+
+
+def _gpu_scalar(value: ast.AST, scalars: AbstractSet[str]) -> bool:
+    """Whether ``value`` is a one-element GPU tensor: a whole reduction (``x.sum(dim=1).max()``,
+    ``torch.max(x)``), arithmetic on one, or a name in ``scalars``."""
+    if isinstance(value, ast.Name):
+        return value.id in scalars
+    if isinstance(value, ast.BinOp):
+        return _gpu_scalar(value.left, scalars) or _gpu_scalar(value.right, scalars)
+    if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in _REDUCTIONS):
+        return False
+    receiver = value.func.value
+    if isinstance(receiver, ast.Name) and receiver.id in _NOT_TENSORS:
+        return False
+    by_torch = isinstance(receiver, ast.Name) and receiver.id == "torch"
+    has_dim = any(k.arg in ("dim", "axis") for k in value.keywords) or len(value.args) > int(by_torch)
+    return not has_dim
+
+
+def _gpu_value_as_size(code: _Code) -> bool:
+    """Whether the line gives a name bound to a GPU scalar as a size (``x.topk(k=k)``, ``torch.arange(n)``) or a
+    slice's bound (``x[:, :length]``), which PyTorch reads to the host as a Python int."""
+    bound = _bindings(code)
+    scalars: set[str] = set()
+    while True:
+        found = {name for name, value in bound.items() if _gpu_scalar(value, scalars)} - scalars
+        if not found:
+            break
+        scalars |= found
+    if not scalars:
+        return False
+    for node in code.on_line():
+        if isinstance(node, ast.Slice):
+            sizes: list[ast.AST] = [b for b in (node.lower, node.upper, node.step) if b is not None]
+        elif isinstance(node, ast.Call) and _takes_sizes(node.func):
+            sizes = [*node.args, *(k.value for k in node.keywords)]
+        else:
+            continue
+        if any(isinstance(n, ast.Name) and n.id in scalars for size in sizes for n in ast.walk(size)):
+            return True
+    return False
+
+
+def _takes_sizes(func: ast.expr) -> bool:
+    if isinstance(func, ast.Name):
+        return func.id == "range"
+    if not isinstance(func, ast.Attribute):
+        return False
+    by_torch = isinstance(func.value, ast.Name) and func.value.id == "torch"
+    return func.attr in (_SIZED_TORCH if by_torch else _SIZED_METHODS)
+
+
+def _cpu_tensor_into_slice(code: _Code) -> bool:
+    """Whether the line assigns a CPU tensor into a slice of a tensor (``image[..., i:j] = v``, ``v: torch.Tensor``
+    a parameter, or a name bound to ``.cpu()``): the syncing line then copies it to the GPU."""
+    statement = code.statement
+    if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1):
+        return False
+    target, value = statement.targets[0], statement.value
+    if not (isinstance(target, ast.Subscript) and isinstance(value, ast.Name)):
+        return False
+    parts = target.slice.elts if isinstance(target.slice, ast.Tuple) else [target.slice]
+    if not all(isinstance(p, ast.Slice) or (isinstance(p, ast.Constant) and p.value is Ellipsis) for p in parts):
+        return False
+    function = code.function
+    if function is not None:
+        arguments = function.args
+        annotations = {a.arg: a.annotation for a in arguments.posonlyargs + arguments.args + arguments.kwonlyargs}
+        annotation = annotations.get(value.id)
+        if annotation is not None:
+            return getattr(annotation, "attr", getattr(annotation, "id", "")) == "Tensor"
+    made = _bindings(code).get(value.id)
+    return isinstance(made, ast.Call) and getattr(made.func, "attr", "") in ("cpu", "from_numpy")
+
+
+# Python functions whose truth is never a tensor's (``not isinstance(...)``)
+_PYTHON_TRUTHS = {"isinstance", "issubclass", "hasattr", "callable", "len", "getattr", "dict", "list", "tuple", "set",
+                  "str", "any", "all"}  # fmt: skip
+
+
+def _truth_taken(code: _Code) -> bool:
+    """Whether the line takes a value's truth with ``and``/``or``/``not`` (``done = not self._unfinished(s)``,
+    ``seen = seen or (m >= level)``): ``bool()`` of a GPU tensor reads it. Not an ``is``/``in`` test, a Python
+    function's result, or an operand unpacked into a call's arguments (``**(kwargs or {})``)."""
+    nodes = code.on_line()
+    unpacked = {
+        id(n)
+        for node in nodes
+        for arg in (
+            [k.value for k in node.keywords if k.arg is None]
+            + [a.value for a in node.args if isinstance(a, ast.Starred)]
+            if isinstance(node, ast.Call)
+            else []
+        )
+        for n in ast.walk(arg)
+    }
+    for node in nodes:
+        if id(node) in unpacked:
+            continue
+        if isinstance(node, ast.BoolOp):
+            tested = node.values[:-1]
+        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            tested = [node.operand]
+        else:
+            continue
+        if any(_may_be_tensor(operand) for operand in tested):
+            return True
+    return False
+
+
+def _may_be_tensor(node: ast.expr) -> bool:
+    if isinstance(node, ast.Constant):
+        return False
+    if isinstance(node, ast.Compare):
+        return not all(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in node.ops)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        return node.func.id not in _PYTHON_TRUTHS
+    return True
