@@ -2,9 +2,11 @@
 
     python -m benchmarks.bench_kineto [EVENTS]          (default 5,000,000)
 
-The trace is written here, in Kineto's format: steps of a training loop, each a forward and backward of
-launches (``cuda_runtime`` + ``kernel``), 16 ``.item()`` reads (a DtoH copy to pageable memory and a stream
-sync, each inside its Python frames and a C function), ``ProfilerStep#N`` ranges; about 150 events a step.
+The trace is written here, in Kineto's format: STEPS ``ProfilerStep#N`` ranges (a profiler's usual window), each
+of many tiles of a training loop: a forward and backward of launches (``cuda_runtime`` + ``kernel``), 16 ``.item()``
+reads (a DtoH copy to pageable memory and a stream sync, each inside its Python frames and a C function); 160
+events a tile. (One step per tile, 41,000 steps at 5 M events, made HTA's per-event loop over the steps quadratic:
+no profiler window has that many.)
 Where HolisticTraceAnalysis is installed (``pip install HolisticTraceAnalysis``, here or in the Python that
 ``NSYNC_HTA_PYTHON`` names), its ``TraceAnalysis`` load of the same file is timed too, in its own fresh process,
 stopped after HTA_LIMIT_S; peak memory is sampled from /proc while each runs."""
@@ -20,7 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
-LAUNCHES, READS = 40, 16
+LAUNCHES, READS, STEPS = 40, 16, 40
+TILE_EVENTS = 2 * LAUNCHES + 5 * READS
 PID = 4242
 
 
@@ -42,6 +45,7 @@ def _x(cat: str, name: str, ts: float, dur: float, pid: int, tid: int, args: dic
 def write_trace(path: Path, events_wanted: int) -> int:
     """A tiled trace of at least ``events_wanted`` events; the count written."""
     written, step, corr, pyid, t = 0, 0, 0, 1, 1_000_000.0
+    tiles_per_step = max(1, -(-events_wanted // (TILE_EVENTS * STEPS)))
     with gzip.open(path, "wt", compresslevel=1) as out:
         out.write('{"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "NVIDIA H200"}], "traceEvents": [\n')
         out.write(
@@ -58,67 +62,44 @@ def write_trace(path: Path, events_wanted: int) -> int:
         while written < events_wanted:
             begin = t
             lines = []
-            for _ in range(LAUNCHES):
-                corr += 1
-                lines.append(_x("cuda_runtime", "cudaLaunchKernel", t, 4.0, PID, PID, {"correlation": corr}))
-                lines.append(
-                    _x(
-                        "kernel",
-                        "void at::native::vectorized_elementwise_kernel<4>",
-                        t + 6,
-                        9.0,
-                        0,
-                        7,
-                        {"device": 0, "stream": 7, "correlation": corr},
-                    )
-                )
-                t += 5.0
-            for k in range(READS):
-                lines.append(
-                    _x(
-                        "python_function",
-                        "train.py(22): step",
-                        t,
-                        30.0,
-                        PID,
-                        PID,
-                        {"Python id": pyid, "Python parent id": 0},
-                    )
-                )
-                lines.append(
-                    _x(
-                        "python_function",
-                        "<built-in method item of Tensor object at 0x7f00>",
-                        t + 1,
-                        28.0,
-                        PID,
-                        PID,
-                        {"Python id": pyid + 1, "Python parent id": pyid},
-                    )
-                )
-                pyid += 2
-                corr += 1
-                lines.append(_x("cuda_runtime", "cudaMemcpyAsync", t + 2, 20.0, PID, PID, {"correlation": corr}))
-                lines.append(
-                    _x(
-                        "gpu_memcpy",
-                        "Memcpy DtoH (Device -> Pageable)",
-                        t + 15,
-                        1.0,
-                        0,
-                        7,
-                        {"device": 0, "stream": 7, "correlation": corr, "bytes": 4},
-                    )
-                )
-                corr += 1
-                lines.append(_x("cuda_runtime", "cudaStreamSynchronize", t + 23, 3.0, PID, PID, {"correlation": corr}))
-                t += 31.0 + k % 3
+            for tile in range(tiles_per_step):
+                t = _tile(lines, t, corr, pyid)
+                corr, pyid = corr + LAUNCHES + 2 * READS, pyid + 2 * READS
+                if tile % 64 == 63:  # bounded memory: write as it goes
+                    out.write(",\n" + ",\n".join(lines))
+                    written, lines = written + len(lines), []
             lines.append(_x("user_annotation", f"ProfilerStep#{step}", begin, t - begin, PID, PID, {}))
             out.write(",\n" + ",\n".join(lines))
             written += len(lines)
             step += 1
         out.write("\n]}\n")
     return written + 1
+
+
+def _tile(lines: list[str], t: float, corr: int, pyid: int) -> float:
+    """Append one tile's events (correlation ids after ``corr``, Python ids from ``pyid``); the time it ends."""
+    for _ in range(LAUNCHES):
+        corr += 1
+        lines.append(_x("cuda_runtime", "cudaLaunchKernel", t, 4.0, PID, PID, {"correlation": corr}))
+        kernel = {"device": 0, "stream": 7, "correlation": corr}
+        lines.append(_x("kernel", "void at::native::vectorized_elementwise_kernel<4>", t + 6, 9.0, 0, 7, kernel))
+        t += 5.0
+    for k in range(READS):
+        frame = {"Python id": pyid, "Python parent id": 0}
+        lines.append(_x("python_function", "train.py(22): step", t, 30.0, PID, PID, frame))
+        method = {"Python id": pyid + 1, "Python parent id": pyid}
+        lines.append(
+            _x("python_function", "<built-in method item of Tensor object at 0x7f00>", t + 1, 28.0, PID, PID, method)
+        )
+        pyid += 2
+        corr += 1
+        lines.append(_x("cuda_runtime", "cudaMemcpyAsync", t + 2, 20.0, PID, PID, {"correlation": corr}))
+        copy = {"device": 0, "stream": 7, "correlation": corr, "bytes": 4}
+        lines.append(_x("gpu_memcpy", "Memcpy DtoH (Device -> Pageable)", t + 15, 1.0, 0, 7, copy))
+        corr += 1
+        lines.append(_x("cuda_runtime", "cudaStreamSynchronize", t + 23, 3.0, PID, PID, {"correlation": corr}))
+        t += 31.0 + k % 3
+    return t
 
 
 ANALYSE = """
