@@ -7,7 +7,7 @@ PyTorch itself: the library's own line where the library syncs. Writes $OUT/harv
 distinct line with its file (from the package's folder on), function, source, count, nsync's pattern, and the
 function that holds it as written ('context', with the line's number in it: 'context_line'), which lets the
 classifier read the line in its function. Run from the repository root: python scripts/h200/harvest-syncs.py
-[tuning] [held-out] [held-out-2] [held-out-3] [held-out-4] [held-out-5] [PROGRAM...] (default: the tuning set's programs)
+[tuning] [held-out] [held-out-2] [held-out-3] [held-out-4] [held-out-5] [held-out-6] [PROGRAM...] (default: the tuning set's programs)
 """
 
 import json
@@ -19,6 +19,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 from nsync.testing import SyncFound, sync_free
 
 DEVICE = "cuda"
@@ -577,13 +578,7 @@ HELD_OUT_3 = [accelerate_loop, text_batches, graph_batches, image_logging, metri
 # transforms and box ops on the GPU, botorch's noisy and batch acquisition, torchmetrics' image, clustering and
 # curve metrics, a variational GP in gpytorch, generate()'s logits processors, lightning Fabric and callbacks,
 # and timm's training utilities. Harvested after held-out-3 was tuned on; labelled by hand before scoring.
-def _each(*calls) -> None:
-    """Each call in turn; one that fails (an API this version lacks) is said and the others still run."""
-    for call in calls:
-        try:
-            call()
-        except Exception as error:  # noqa: BLE001, PERF203 -- a harvest keeps what the other calls give
-            print(f"  skipped: {type(error).__name__}: {error}"[:300], flush=True)
+from harvest_each import _each  # noqa: E402
 
 
 def graph_utils() -> None:
@@ -871,11 +866,11 @@ def where(path: str) -> str:
     return path
 
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from held_out_5 import HELD_OUT_5  # noqa: E402 -- the fifth set's programs live in their own file
+from held_out_5 import HELD_OUT_5  # noqa: E402 -- the fifth and sixth sets' programs live in their own files
+from held_out_6 import HELD_OUT_6  # noqa: E402
 
 SETS = {"tuning": PROGRAMS, "held-out": HELD_OUT, "held-out-2": HELD_OUT_2, "held-out-3": HELD_OUT_3,
-        "held-out-4": HELD_OUT_4, "held-out-5": HELD_OUT_5}  # fmt: skip
+        "held-out-4": HELD_OUT_4, "held-out-5": HELD_OUT_5, "held-out-6": HELD_OUT_6}  # fmt: skip
 ALL = [program for programs in SETS.values() for program in programs]
 
 

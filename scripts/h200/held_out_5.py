@@ -8,15 +8,7 @@ from pathlib import Path
 
 import torch
 
-DEVICE = "cuda"
-
-
-def _each(*calls) -> None:
-    for call in calls:
-        try:
-            call()
-        except Exception as error:  # noqa: PERF203 -- a harvest keeps what the other calls give
-            print(f"  skipped: {type(error).__name__}: {error}"[:300], flush=True)
+from harvest_each import DEVICE, _each
 
 
 def keypoints_and_box_losses() -> None:
