@@ -684,6 +684,10 @@ FUNCTION_TOLD = [
      "keep the value on the GPU"),  # the math of .log(), not a logging call
     ("def f(labels):\n    if labels.ne(0).logical_and(labels.ne(1)).any().item():\n        return 1\n", 2,
      "control flow on a GPU value", "decide on the GPU (torch.where)"),
+    ("def f(self, val):\n    self.top = val if self.top.to(val.device) < val else self.top\n", 2,
+     "control flow on a GPU value", "decide on the GPU (torch.where)"),  # the comparison syncs, not the .to()
+    ("def f(x, d):\n    y = x.to(d) if x.numel() > 0 else x\n    return y\n", 2, "copy between host and device",
+     "pin it and copy non_blocking, or move it once"),  # a Python size compared: the .to() is the copy
 ]  # fmt: skip
 
 

@@ -13,9 +13,10 @@ from nsync.stages.advice.code import _Code, _strip_comment, read_code
 from nsync.stages.advice.edit import _checked, _Edit
 from nsync.stages.advice.library import library_advice
 from nsync.stages.advice.model import Advice
-from nsync.stages.advice.patterns import PRINT, UNKNOWN, recognise
+from nsync.stages.advice.patterns import MOVED, PRINT, UNKNOWN, recognise
 from nsync.stages.advice.recognise import _from_function
 from nsync.stages.advice.rewrites import _REWRITERS
+from nsync.stages.advice.values import compared_on_the_gpu
 from nsync.stages.callsites import copies_to_pageable_host, library_package
 
 
@@ -27,6 +28,8 @@ def advise_code(code: _Code, file: str, printed: bool = False) -> Advice:
         pattern = recognise(" ".join(code.header().split()))
     if pattern.name == UNKNOWN:  # what the line's text cannot tell, its function can
         pattern = _from_function(code) or pattern
+    if pattern is MOVED and compared_on_the_gpu(code):  # ``v if m.to(d) < v else m``: the comparison syncs
+        pattern = recognise("if x:")
     if printed and pattern.name != PRINT:
         pattern = recognise("print(x)")
     edit = _Edit()

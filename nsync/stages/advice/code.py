@@ -378,3 +378,14 @@ def _inside(node: ast.expr, other: ast.expr) -> bool:
     """Whether one-line ``node`` lies within one-line ``other``."""
     within = other.col_offset <= node.col_offset and (node.end_col_offset or 0) <= (other.end_col_offset or 0)
     return node.lineno == other.lineno and within
+
+
+def _bindings(code: _Code) -> dict[str, ast.expr]:
+    """The value each plain name is bound to in the line's function (the last binding where there are several)."""
+    return {
+        target.id: node.value
+        for node in ast.walk(code.function or code.tree)
+        if isinstance(node, ast.Assign)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }

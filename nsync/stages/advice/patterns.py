@@ -52,6 +52,17 @@ _TO_HOST = (
 )
 
 
+# a ``.to()`` / ``.cuda()``: a copy where the value is elsewhere, nothing where it is already there
+MOVED = Pattern(
+    "copy between host and device",
+    "false",
+    re.compile(r"\.(to|cuda)\s*\(" + _NOT_A_DTYPE + r"|super\(\)\.cpu\s*\("),
+    "a batch copied each step: pin it (DataLoader(pin_memory=True), or .pin_memory()) and copy with "
+    "non_blocking=True; a model, a metric's state or a constant: move it once, before the loop",
+    "pin it and copy non_blocking, or move it once",
+)
+
+
 PATTERNS: list[Pattern] = [
     Pattern(
         "explicit synchronize",
@@ -112,14 +123,7 @@ PATTERNS: list[Pattern] = [
         _READ,
         "keep the value on the GPU",
     ),
-    Pattern(
-        "copy between host and device",
-        "false",
-        re.compile(r"\.(to|cuda)\s*\(" + _NOT_A_DTYPE + r"|super\(\)\.cpu\s*\("),
-        "a batch copied each step: pin it (DataLoader(pin_memory=True), or .pin_memory()) and copy with "
-        "non_blocking=True; a model, a metric's state or a constant: move it once, before the loop",
-        "pin it and copy non_blocking, or move it once",
-    ),
+    MOVED,
     Pattern(
         "dynamic shape (a mask or nonzero)",
         "true",

@@ -1,0 +1,165 @@
+"""What a value on the syncing line is, read from its function: a GPU scalar given as a size, a CPU tensor
+assigned into a slice, a truth taken by ``and``/``or``/``not``, a comparison of tensors choosing a value."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Set as AbstractSet
+
+from nsync.stages.advice.code import _bindings, _Code
+
+# reductions to one value when given no dimension (``counts.max()``, ``mask.sum()``)
+_REDUCTIONS = {"max", "min", "sum", "amax", "amin", "argmax", "argmin", "count_nonzero", "prod"}
+_NOT_TENSORS = {"math", "np", "numpy", "statistics", "builtins"}
+# calls whose arguments are sizes: a GPU scalar given as one is read to the host
+_SIZED_METHODS = {"topk", "kthvalue", "narrow", "repeat", "expand", "view", "reshape", "new_zeros", "new_ones",
+                  "new_empty", "new_full"}  # fmt: skip
+_SIZED_TORCH = {"arange", "zeros", "ones", "empty", "full", "rand", "randn", "randint", "randperm", "linspace"}
+
+
+def _gpu_scalar(value: ast.AST, scalars: AbstractSet[str]) -> bool:
+    """Whether ``value`` is a one-element GPU tensor: a whole reduction (``x.sum(dim=1).max()``,
+    ``torch.max(x)``), arithmetic on one, or a name in ``scalars``."""
+    if isinstance(value, ast.Name):
+        return value.id in scalars
+    if isinstance(value, ast.BinOp):
+        return _gpu_scalar(value.left, scalars) or _gpu_scalar(value.right, scalars)
+    if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in _REDUCTIONS):
+        return False
+    receiver = value.func.value
+    if isinstance(receiver, ast.Name) and receiver.id in _NOT_TENSORS:
+        return False
+    by_torch = isinstance(receiver, ast.Name) and receiver.id == "torch"
+    has_dim = any(k.arg in ("dim", "axis") for k in value.keywords) or len(value.args) > int(by_torch)
+    return not has_dim
+
+
+def _gpu_value_as_size(code: _Code) -> bool:
+    """Whether the line gives a name bound to a GPU scalar as a size (``x.topk(k=k)``, ``torch.arange(n)``) or a
+    slice's bound (``x[:, :length]``), which PyTorch reads to the host as a Python int."""
+    bound = _bindings(code)
+    scalars: set[str] = set()
+    while True:
+        found = {name for name, value in bound.items() if _gpu_scalar(value, scalars)} - scalars
+        if not found:
+            break
+        scalars |= found
+    if not scalars:
+        return False
+    for node in code.on_line():
+        if isinstance(node, ast.Slice):
+            sizes: list[ast.AST] = [b for b in (node.lower, node.upper, node.step) if b is not None]
+        elif isinstance(node, ast.Call) and _takes_sizes(node.func):
+            sizes = [*node.args, *(k.value for k in node.keywords)]
+        else:
+            continue
+        if any(isinstance(n, ast.Name) and n.id in scalars for size in sizes for n in ast.walk(size)):
+            return True
+    return False
+
+
+def _takes_sizes(func: ast.expr) -> bool:
+    if isinstance(func, ast.Name):
+        return func.id == "range"
+    if not isinstance(func, ast.Attribute):
+        return False
+    by_torch = isinstance(func.value, ast.Name) and func.value.id == "torch"
+    return func.attr in (_SIZED_TORCH if by_torch else _SIZED_METHODS)
+
+
+def _cpu_tensor_into_slice(code: _Code) -> bool:
+    """Whether the line assigns a CPU tensor into a slice of a tensor (``image[..., i:j] = v``, ``v: torch.Tensor``
+    a parameter, or a name bound to ``.cpu()``): the syncing line then copies it to the GPU."""
+    statement = code.statement
+    if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1):
+        return False
+    target, value = statement.targets[0], statement.value
+    if not (isinstance(target, ast.Subscript) and isinstance(value, ast.Name)):
+        return False
+    parts = target.slice.elts if isinstance(target.slice, ast.Tuple) else [target.slice]
+    if not all(isinstance(p, ast.Slice) or (isinstance(p, ast.Constant) and p.value is Ellipsis) for p in parts):
+        return False
+    function = code.function
+    if function is not None:
+        arguments = function.args
+        annotations = {a.arg: a.annotation for a in arguments.posonlyargs + arguments.args + arguments.kwonlyargs}
+        annotation = annotations.get(value.id)
+        if annotation is not None:
+            return getattr(annotation, "attr", getattr(annotation, "id", "")) == "Tensor"
+    made = _bindings(code).get(value.id)
+    return isinstance(made, ast.Call) and getattr(made.func, "attr", "") in ("cpu", "from_numpy")
+
+
+# Python functions whose truth is never a tensor's (``not isinstance(...)``)
+_PYTHON_TRUTHS = {"isinstance", "issubclass", "hasattr", "callable", "len", "getattr", "dict", "list", "tuple", "set",
+                  "str", "any", "all"}  # fmt: skip
+
+
+def _truth_taken(code: _Code) -> bool:
+    """Whether the line takes a value's truth with ``and``/``or``/``not`` (``done = not self._unfinished(s)``,
+    ``seen = seen or (m >= level)``): ``bool()`` of a GPU tensor reads it. Not an ``is``/``in`` test, a Python
+    function's result, or an operand unpacked into a call's arguments (``**(kwargs or {})``)."""
+    nodes = code.on_line()
+    unpacked = {
+        id(n)
+        for node in nodes
+        for arg in (
+            [k.value for k in node.keywords if k.arg is None]
+            + [a.value for a in node.args if isinstance(a, ast.Starred)]
+            if isinstance(node, ast.Call)
+            else []
+        )
+        for n in ast.walk(arg)
+    }
+    for node in nodes:
+        if id(node) in unpacked:
+            continue
+        if isinstance(node, ast.BoolOp):
+            tested = node.values[:-1]
+        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            tested = [node.operand]
+        else:
+            continue
+        if any(_may_be_tensor(operand) for operand in tested):
+            return True
+    return False
+
+
+def _may_be_tensor(node: ast.expr) -> bool:
+    if isinstance(node, ast.Constant):
+        return False
+    if isinstance(node, ast.Compare):
+        return not all(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in node.ops)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        return node.func.id not in _PYTHON_TRUTHS
+    return True
+
+
+# calls and attributes whose values are Python numbers, not tensors (``x.numel() > 0``)
+_PYTHON_SIZES = {"numel", "size", "dim", "len", "shape", "ndim", "item", "isinstance", "hasattr", "dtype", "device"}
+
+
+def compared_on_the_gpu(code: _Code) -> bool:
+    """Whether the line chooses between values by a comparison of tensors (``v if m.to(v.device) < v else m``):
+    Python reads the comparison to the host, where a ``.to()`` beside it moves a value already there."""
+    for node in code.on_line():
+        if not (isinstance(node, ast.IfExp) and isinstance(node.test, ast.Compare)):
+            continue
+        test = node.test
+        if all(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in test.ops):
+            continue
+        operands = [test.left, *test.comparators]
+        tensors = any(isinstance(o, (ast.Call, ast.Subscript)) for o in operands)
+        if tensors and not any(_outermost_name(o) in _PYTHON_SIZES for o in operands):
+            return True
+    return False
+
+
+def _outermost_name(node: ast.expr) -> str:
+    """What an operand is at its top: a call's function (``numel`` of ``x.numel()``), an attribute (``shape``), the
+    subscripted value's (``shape`` of ``x.shape[0]``)."""
+    if isinstance(node, ast.Subscript):
+        return _outermost_name(node.value)
+    if isinstance(node, ast.Call):
+        node = node.func
+    return getattr(node, "attr", getattr(node, "id", ""))
