@@ -743,3 +743,11 @@ def test_a_factory_tensor_made_on_the_host_and_moved_is_made_on_the_device(
 def test_a_cast_of_a_factory_tensor_made_on_the_device_is_no_copy(tmp_path: Path) -> None:
     program = "import torch\ndef f(d):\n    z = torch.zeros(3, device=d).to(torch.float16)\n    return z\n"
     assert _advice(tmp_path, program, 3).rewrite is None
+
+
+def test_a_read_whose_value_then_sizes_a_tensor_is_the_host_s_use_and_not_rewritten(tmp_path: Path) -> None:
+    """Dropping the ``.item()`` would only move the sync to ``torch.empty``, which reads a tensor size to the host
+    (seen on the H100: botorch's max_n_pareto, torchdiffeq's niters)."""
+    program = "import torch\ndef f(mask, y):\n    n = mask.sum(dim=-1).max().item()\n    return torch.empty(2, n)\n"
+    advice = _advice(tmp_path, program, 3)
+    assert (advice.pattern, advice.rewrite, advice.dependency) == ("value read", None, "true")

@@ -323,6 +323,43 @@ def test_rewrites_written_into_the_libraries_left_no_sync_at_their_lines_but_two
     assert len({(r["file"], r["line"]) for r in checked["rewrites"] if r["applied"] and not r["syncs_left"]}) == 17
 
 
+def test_the_sixth_held_out_set_scored_once_after_the_fifth_was_mended(tmp_path: Path) -> None:
+    """fixtures/syncs/held-out-6.json: 73 lines of seven libraries (torchaudio's alignment and biquads, PyG's
+    utilities and norms, torchmetrics' fairness and fixed-recall metrics, botorch's hypervolumes, torchdiffeq's
+    Adams and event solvers...), harvested on the H100 after held-out-5's mends and labelled by hand before
+    scoring; scored once at 63 (86 %). One label was wrong (an assert against torchdiffeq's max_num_steps, a device
+    tensor: control flow, as nsync said; ``relabelled`` in the line): 64 (88 %). Not tuned on."""
+    advised = _corpus("held-out-6.json", tmp_path)
+    assert sum(advice.pattern == line["pattern"] for line, advice in advised) >= 64
+
+
+@pytest.mark.xfail(strict=True, reason="88 % (64 of 73) on held-out-6, scored once (fixtures/syncs/README.md)")
+def test_the_pattern_is_right_on_nine_in_ten_lines_of_the_sixth_held_out_set(tmp_path: Path) -> None:
+    assert _accuracy("held-out-6.json", tmp_path) >= 0.9
+
+
+def test_held_out_6_s_rewrites_written_into_the_libraries_left_no_sync_at_their_lines(tmp_path: Path) -> None:
+    """Measured on the H100 before held-out-6 was scored: 31 rewrites written, every program ran, none left a sync
+    at its lines. Two dropped an ``.item()`` whose value then sized a tensor (``torch.empty(b, n)``,
+    ``torch.arange(0, n)``), which only moves the sync there: nsync now tells those as the host's use, unrewritten;
+    the others are the ones it writes now."""
+    checked = _checked_on_the_gpu()["held_out_6"]
+    assert all(not p["error_after"] for p in checked["programs"].values())
+    assert len(checked["rewrites"]) == 31 and all(r["applied"] and r["syncs_left"] == 0 for r in checked["rewrites"])
+    corpus = {(line["file"], line["line"]): advice for line, advice in _corpus("held-out-6.json", tmp_path)}
+    moved = {("botorch/utils/multi_objective/box_decompositions/utils.py", 85), ("torchdiffeq/_impl/solvers.py", 91)}
+    for rewrite in checked["rewrites"]:
+        advice = corpus.get((rewrite["file"], rewrite["line"]))
+        if advice is None:
+            continue
+        if (rewrite["file"], rewrite["line"]) in moved:
+            assert advice.rewrite is None and advice.dependency == "true"
+        else:
+            assert [t.strip() for t in (advice.rewrite or "").splitlines()] == [
+                t.strip() for t in rewrite["rewrite"].splitlines()
+            ], rewrite["line"]
+
+
 def test_held_out_5_s_rewrites_written_into_the_libraries_left_no_sync_and_are_the_ones_nsync_writes(
     tmp_path: Path,
 ) -> None:
@@ -383,6 +420,7 @@ def test_the_third_held_out_set_once_scored_is_now_tuned_on(tmp_path: Path) -> N
         "held-out-3.json",
         "held-out-4.json",
         "held-out-5.json",
+        "held-out-6.json",
     ],
 )
 def test_every_rewrite_of_a_corpus_line_parses_and_none_contradicts_its_label(name: str, tmp_path: Path) -> None:

@@ -152,7 +152,8 @@ class _Code:
     def host_used(self) -> set[ast.AST]:
         """The nodes whose value the host itself uses, in the statement's function (or module): in a test (if,
         while, a conditional expression, an assert), iterated over by a loop, in the arguments of range(), print()
-        and the builtins that take Python sequences (zip, len...), in a slice's bounds, in an f-string."""
+        and the builtins that take Python sequences (zip, len...), as a size (``torch.empty(n)``, ``x.view(n, -1)``), in
+        a slice's bounds, in an f-string."""
         roots: list[ast.AST] = []
         for node in ast.walk(self.function or self.tree):
             if isinstance(node, (ast.If, ast.While, ast.IfExp, ast.Assert)):
@@ -161,6 +162,8 @@ class _Code:
                 roots.append(node.iter)
             elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _HOST_BUILTINS:
                 roots += node.args
+            elif isinstance(node, ast.Call) and takes_sizes(node.func):  # torch.empty(b, n), x.view(n, -1)
+                roots += [*node.args, *(k.value for k in node.keywords)]
             elif isinstance(node, ast.Slice):
                 roots += [bound for bound in (node.lower, node.upper, node.step) if bound is not None]
             elif isinstance(node, ast.FormattedValue):
@@ -176,6 +179,22 @@ class _Code:
             for n in ast.walk(scope)
             if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) and n.lineno > end
         ]
+
+
+# calls whose arguments are sizes: a GPU value given as one is read to the host as a Python int
+_SIZED_METHODS = {"topk", "kthvalue", "narrow", "repeat", "expand", "view", "reshape", "new_zeros", "new_ones",
+                  "new_empty", "new_full"}  # fmt: skip
+_SIZED_TORCH = {"arange", "zeros", "ones", "empty", "full", "rand", "randn", "randint", "randperm", "linspace", "Size"}
+
+
+def takes_sizes(func: ast.expr) -> bool:
+    """Whether a call's arguments are sizes: ``range``, ``torch.zeros`` and the like, ``x.view`` and the like."""
+    if isinstance(func, ast.Name):
+        return func.id == "range"
+    if not isinstance(func, ast.Attribute):
+        return False
+    by_torch = isinstance(func.value, ast.Name) and func.value.id == "torch"
+    return func.attr in (_SIZED_TORCH if by_torch else _SIZED_METHODS)
 
 
 _BUILTINS = {"torch", "True", "False", "None"}
@@ -378,14 +397,3 @@ def _inside(node: ast.expr, other: ast.expr) -> bool:
     """Whether one-line ``node`` lies within one-line ``other``."""
     within = other.col_offset <= node.col_offset and (node.end_col_offset or 0) <= (other.end_col_offset or 0)
     return node.lineno == other.lineno and within
-
-
-def _bindings(code: _Code) -> dict[str, ast.expr]:
-    """The value each plain name is bound to in the line's function (the last binding where there are several)."""
-    return {
-        target.id: node.value
-        for node in ast.walk(code.function or code.tree)
-        if isinstance(node, ast.Assign)
-        for target in node.targets
-        if isinstance(target, ast.Name)
-    }

@@ -6,9 +6,9 @@ from __future__ import annotations
 import ast
 from collections.abc import Set as AbstractSet
 
-from nsync.stages.advice.code import _bindings, _Code, _names_in
+from nsync.stages.advice.code import _Code, _names_in
 from nsync.stages.advice.patterns import INDEX, PATTERNS, Pattern
-from nsync.stages.advice.values import _cpu_tensor_into_slice, _gpu_value_as_size, _truth_taken
+from nsync.stages.advice.values import _bindings, _cpu_tensor_into_slice, _gpu_value_as_size, _truth_taken
 
 
 def _literal_index(node: ast.AST) -> bool:

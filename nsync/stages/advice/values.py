@@ -6,15 +6,23 @@ from __future__ import annotations
 import ast
 from collections.abc import Set as AbstractSet
 
-from nsync.stages.advice.code import _bindings, _Code
+from nsync.stages.advice.code import _Code, takes_sizes
+
+
+def _bindings(code: _Code) -> dict[str, ast.expr]:
+    """The value each plain name is bound to in the line's function (the last binding where there are several)."""
+    return {
+        target.id: node.value
+        for node in ast.walk(code.function or code.tree)
+        if isinstance(node, ast.Assign)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
+
 
 # reductions to one value when given no dimension (``counts.max()``, ``mask.sum()``)
 _REDUCTIONS = {"max", "min", "sum", "amax", "amin", "argmax", "argmin", "count_nonzero", "prod"}
 _NOT_TENSORS = {"math", "np", "numpy", "statistics", "builtins"}
-# calls whose arguments are sizes: a GPU scalar given as one is read to the host
-_SIZED_METHODS = {"topk", "kthvalue", "narrow", "repeat", "expand", "view", "reshape", "new_zeros", "new_ones",
-                  "new_empty", "new_full"}  # fmt: skip
-_SIZED_TORCH = {"arange", "zeros", "ones", "empty", "full", "rand", "randn", "randint", "randperm", "linspace"}
 
 
 def _gpu_scalar(value: ast.AST, scalars: AbstractSet[str]) -> bool:
@@ -49,22 +57,13 @@ def _gpu_value_as_size(code: _Code) -> bool:
     for node in code.on_line():
         if isinstance(node, ast.Slice):
             sizes: list[ast.AST] = [b for b in (node.lower, node.upper, node.step) if b is not None]
-        elif isinstance(node, ast.Call) and _takes_sizes(node.func):
+        elif isinstance(node, ast.Call) and takes_sizes(node.func):
             sizes = [*node.args, *(k.value for k in node.keywords)]
         else:
             continue
         if any(isinstance(n, ast.Name) and n.id in scalars for size in sizes for n in ast.walk(size)):
             return True
     return False
-
-
-def _takes_sizes(func: ast.expr) -> bool:
-    if isinstance(func, ast.Name):
-        return func.id == "range"
-    if not isinstance(func, ast.Attribute):
-        return False
-    by_torch = isinstance(func.value, ast.Name) and func.value.id == "torch"
-    return func.attr in (_SIZED_TORCH if by_torch else _SIZED_METHODS)
 
 
 def _cpu_tensor_into_slice(code: _Code) -> bool:
