@@ -13,7 +13,7 @@ from nsync.stages.advice.code import _Code, _strip_comment, read_code
 from nsync.stages.advice.edit import _checked, _Edit
 from nsync.stages.advice.library import library_advice
 from nsync.stages.advice.model import Advice
-from nsync.stages.advice.patterns import MOVED, PRINT, UNKNOWN, recognise
+from nsync.stages.advice.patterns import MOVED, PRINT, UNKNOWN, entry, recognise
 from nsync.stages.advice.recognise import _from_function
 from nsync.stages.advice.rewrites import _REWRITERS
 from nsync.stages.advice.values import compared_on_the_gpu
@@ -29,9 +29,9 @@ def advise_code(code: _Code, file: str, printed: bool = False) -> Advice:
     if pattern.name == UNKNOWN:  # what the line's text cannot tell, its function can
         pattern = _from_function(code) or pattern
     if pattern is MOVED and compared_on_the_gpu(code):  # ``v if m.to(d) < v else m``: the comparison syncs
-        pattern = recognise("if x:")
+        pattern = entry("control flow on a GPU value")
     if printed and pattern.name != PRINT:
-        pattern = recognise("print(x)")
+        pattern = entry(PRINT)
     edit = _Edit()
     rewriter = _REWRITERS.get(pattern.name)
     if rewriter is not None:

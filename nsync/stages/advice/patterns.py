@@ -181,6 +181,11 @@ UNKNOWN_PATTERN = Pattern(
 )
 
 
+def entry(name: str) -> Pattern:
+    """A pattern's first entry (its general fix)."""
+    return next(p for p in PATTERNS if p.name == name)
+
+
 def recognise(code: str) -> Pattern:
     """The entry that fits a syncing source line's text (less a trailing comment); UNKNOWN_PATTERN when none does."""
     statement = re.split(r"\s#", code, maxsplit=1)[0]

@@ -7,7 +7,7 @@ import ast
 from collections.abc import Set as AbstractSet
 
 from nsync.stages.advice.code import _Code, _names_in
-from nsync.stages.advice.patterns import INDEX, PATTERNS, Pattern
+from nsync.stages.advice.patterns import INDEX, Pattern, entry
 from nsync.stages.advice.values import _bindings, _cpu_tensor_into_slice, _gpu_value_as_size, _truth_taken
 
 
@@ -49,20 +49,15 @@ def _from_function(code: _Code) -> Pattern | None:
     it), a GPU scalar used as a size or a slice's bound, a CPU tensor assigned into a slice, or the truth of a
     value taken by ``and``/``or``/``not``."""
     checks = [
-        (_named_literal_index, _entry(INDEX)),
-        (_mask_named_index, _entry("dynamic shape (a mask or nonzero)")),
-        (_applies_module_fn, _entry("copy between host and device")),
-        (_scalar_tensor_index, _entry("value read")),
+        (_named_literal_index, entry(INDEX)),
+        (_mask_named_index, entry("dynamic shape (a mask or nonzero)")),
+        (_applies_module_fn, entry("copy between host and device")),
+        (_scalar_tensor_index, entry("value read")),
         (_gpu_value_as_size, GPU_SIZE),
         (_cpu_tensor_into_slice, CPU_INTO_SLICE),
-        (_truth_taken, _entry("control flow on a GPU value")),
+        (_truth_taken, entry("control flow on a GPU value")),
     ]
     return next((pattern for check, pattern in checks if check(code)), None)
-
-
-def _entry(name: str) -> Pattern:
-    """A pattern's first entry (its general fix)."""
-    return next(p for p in PATTERNS if p.name == name)
 
 
 def _index_parts(code: _Code) -> list[ast.expr]:
