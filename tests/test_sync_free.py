@@ -323,19 +323,16 @@ def test_rewrites_written_into_the_libraries_left_no_sync_at_their_lines_but_two
     assert len({(r["file"], r["line"]) for r in checked["rewrites"] if r["applied"] and not r["syncs_left"]}) == 17
 
 
-def test_the_sixth_held_out_set_scored_once_after_the_fifth_was_mended(tmp_path: Path) -> None:
+def test_the_sixth_held_out_set_scored_once_after_the_fifth_was_mended_then_tuned_on(tmp_path: Path) -> None:
     """fixtures/syncs/held-out-6.json: 73 lines of seven libraries (torchaudio's alignment and biquads, PyG's
     utilities and norms, torchmetrics' fairness and fixed-recall metrics, botorch's hypervolumes, torchdiffeq's
     Adams and event solvers...), harvested on the H100 after held-out-5's mends and labelled by hand before
     scoring; scored once at 63 (86 %). One label was wrong (an assert against torchdiffeq's max_num_steps, a device
-    tensor: control flow, as nsync said; ``relabelled`` in the line): 64 (88 %). Not tuned on."""
-    advised = _corpus("held-out-6.json", tmp_path)
-    assert sum(advice.pattern == line["pattern"] for line, advice in advised) >= 64
-
-
-@pytest.mark.xfail(strict=True, reason="88 % (64 of 73) on held-out-6, scored once (fixtures/syncs/README.md)")
-def test_the_pattern_is_right_on_nine_in_ten_lines_of_the_sixth_held_out_set(tmp_path: Path) -> None:
-    assert _accuracy("held-out-6.json", tmp_path) >= 0.9
+    tensor: control flow, as nsync said; ``relabelled`` in the line): 64 (88 %). Its nine misses were tuned on
+    after (a factory's index made on the host, a comprehension's filter, ``range(n.long())``, a list's
+    ``.sort()``, ``**tkwargs``, masks by ``.all(dim)`` and by a row, an f-string beside a copy): held-out-7 scores
+    that tuning."""
+    assert _accuracy("held-out-6.json", tmp_path) == 1.0
 
 
 def test_held_out_6_s_rewrites_written_into_the_libraries_left_no_sync_at_their_lines(tmp_path: Path) -> None:
@@ -358,6 +355,47 @@ def test_held_out_6_s_rewrites_written_into_the_libraries_left_no_sync_at_their_
             assert [t.strip() for t in (advice.rewrite or "").splitlines()] == [
                 t.strip() for t in rewrite["rewrite"].splitlines()
             ], rewrite["line"]
+
+
+def test_the_seventh_held_out_set_scored_once_after_the_sixth_was_tuned_on_then_tuned_on(tmp_path: Path) -> None:
+    """fixtures/syncs/held-out-7.json: 103 lines of nine libraries (timm's optimizers, torchvision's RAFT,
+    torchmetrics' ranking and retrieval metrics, PyG's pooling and label propagation, Longformer's global attention,
+    gpytorch's grid interpolation...), harvested on the H100 after held-out-6's misses were tuned on and labelled by
+    hand before scoring; scored once at 80 (78 %). Its 23 misses were tuned on after: a ``.float()`` taken for
+    Python's float(), a max's 0-dim indices, ``x[~m]``, a Python counter assigned into a tensor, a ``List[int]``
+    index, ``torch.finfo(...).min`` assigned, ``.any().item()``, pickle, ``torch.randperm(n).type_as(x)``, and a
+    parameter given as a size on a line that cannot sync otherwise (Longformer's GPU count, 10 lines)."""
+    assert _accuracy("held-out-7.json", tmp_path) == 1.0
+
+
+def test_held_out_7_s_rewrites_run_on_the_gpu_and_the_two_that_broke_a_call_no_longer_written(
+    tmp_path: Path,
+) -> None:
+    """Measured on the H100 before held-out-7 was scored: 39 rewrites written, no program failed, 38 left no sync
+    at their lines. Longformer's two ``assert list(x.size()) == [b, n, s]`` (``n`` a GPU value), rewritten to
+    ``torch._assert_async`` of a Python bool, raised a TypeError that the program's call runner passed over (the
+    first still synced; the lines after it did not run). nsync no longer rewrites them; each other rewrite is the
+    one it writes now."""
+    checked = _checked_on_the_gpu()["held_out_7"]
+    assert all(not p["error_after"] for p in checked["programs"].values())
+    assert len(checked["rewrites"]) == 39 and all(r["applied"] for r in checked["rewrites"])
+    longformer = "transformers/models/longformer/modeling_longformer.py"
+    assert {(r["file"], r["line"]) for r in checked["rewrites"] if r["syncs_left"]} == {(longformer, 1005)}
+    broke = {(longformer, 1005), (longformer, 1043)}
+    corpus = {(line["file"], line["line"]): advice for line, advice in _corpus("held-out-7.json", tmp_path)}
+    compared = 0
+    for rewrite in checked["rewrites"]:
+        advice = corpus.get((rewrite["file"], rewrite["line"]))
+        if advice is None:
+            continue
+        if (rewrite["file"], rewrite["line"]) in broke:
+            assert advice.rewrite is None
+        elif advice.rewrite is not None or "= tensor(" not in rewrite["rewrite"]:  # (a bare ``tensor`` needs the
+            compared += 1  # file's ``from torch import tensor``, which the corpus, keeping the function, lacks)
+            assert [t.strip() for t in (advice.rewrite or "").splitlines()] == [
+                t.strip() for t in rewrite["rewrite"].splitlines()
+            ], rewrite["line"]
+    assert compared >= 15  # (the others are lines of earlier sets)
 
 
 def test_held_out_5_s_rewrites_written_into_the_libraries_left_no_sync_and_are_the_ones_nsync_writes(
@@ -421,6 +459,7 @@ def test_the_third_held_out_set_once_scored_is_now_tuned_on(tmp_path: Path) -> N
         "held-out-4.json",
         "held-out-5.json",
         "held-out-6.json",
+        "held-out-7.json",
     ],
 )
 def test_every_rewrite_of_a_corpus_line_parses_and_none_contradicts_its_label(name: str, tmp_path: Path) -> None:

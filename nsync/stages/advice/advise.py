@@ -13,7 +13,7 @@ from nsync.stages.advice.code import _Code, _strip_comment, read_code
 from nsync.stages.advice.edit import _checked, _Edit
 from nsync.stages.advice.library import library_advice
 from nsync.stages.advice.model import Advice
-from nsync.stages.advice.patterns import MOVED, PRINT, UNKNOWN, entry, recognise
+from nsync.stages.advice.patterns import FORMATTED, MOVED, PRINT, UNKNOWN, entry, recognise
 from nsync.stages.advice.recognise import _from_function
 from nsync.stages.advice.rewrites import _REWRITERS
 from nsync.stages.advice.values import compared_on_the_gpu
@@ -24,10 +24,12 @@ def advise_code(code: _Code, file: str, printed: bool = False) -> Advice:
     """The advice for a readable line: its pattern, and the rewrite where the code allows one."""
     own = _strip_comment(code.lines[code.line - 1])
     pattern = recognise(own)
-    if pattern.name == UNKNOWN:  # the whole statement, as one line (``torch.tensor(`` with ``device=`` lines below)
-        pattern = recognise(" ".join(code.header().split()))
+    if pattern.name == UNKNOWN or pattern is FORMATTED:  # the line with the rest of its statement (an f-string's
+        pattern = recognise(code.header(from_line=True))  # ``torch.tensor(`` with ``device=`` on the lines below)
     if pattern.name == UNKNOWN:  # what the line's text cannot tell, its function can
         pattern = _from_function(code) or pattern
+    if pattern.name == UNKNOWN:  # the statement's lines above it last: their syncs are most often their own
+        pattern = recognise(code.header())
     if pattern is MOVED and compared_on_the_gpu(code):  # ``v if m.to(d) < v else m``: the comparison syncs
         pattern = entry("control flow on a GPU value")
     if printed and pattern.name != PRINT:

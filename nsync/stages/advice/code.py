@@ -61,10 +61,12 @@ class _Code:
         out.append(whole[at:end])
         return b"".join(out).decode()
 
-    def header(self) -> str:
-        """The statement's own text: a compound statement's header alone (``if x.any():``), less comments."""
+    def header(self, from_line: bool = False) -> str:
+        """The statement's own text as one line: a compound statement's header alone (``if x.any():``), less
+        comments; from the syncing line on where ``from_line``."""
         first, last = self.lines_of(self.statement)
-        return "\n".join(_strip_comment(text) for text in self.lines[first - 1 : last])
+        first = max(first, self.line) if from_line else first
+        return " ".join(" ".join(_strip_comment(text) for text in self.lines[first - 1 : last]).split())
 
     def lines_of(self, node: ast.stmt) -> tuple[int, int]:
         """A statement's lines: a compound statement's header alone."""

@@ -14,6 +14,7 @@ from nsync.stages.advice.code import (
     _target,
 )
 from nsync.stages.advice.edit import _Edit
+from nsync.stages.advice.patterns import FACTORIES
 
 
 def _torch_call(node: ast.AST, *names: str) -> bool:
@@ -83,18 +84,26 @@ def _host_to_device(code: _Code) -> _Edit:
     )
 
 
-_FACTORIES = ("zeros", "ones", "full", "eye", "empty", "arange")
+def _host_factory(node: ast.AST) -> bool:
+    """Whether ``node`` is a factory call (``torch.arange(n)``) that names no device, so makes its tensor on the
+    host (unpacked keywords may name one: not counted)."""
+    return _torch_call(node, *FACTORIES) and not any(k.arg in ("device", None) for k in node.keywords)  # type: ignore[attr-defined]
 
 
 def _made_on_the_device(code: _Code) -> _Edit:
     """``torch.zeros(1).to(d)`` (a factory's tensor made on the host, then copied) made on the device at once:
-    ``torch.zeros(1, device=d)``; ``.type_as(x)`` takes x's dtype and device."""
+    ``torch.zeros(1, device=d)``; ``.type_as(x)`` takes x's dtype and device; a factory's index made where the
+    indexed tensor is (``x[:, torch.arange(n)]`` → ``torch.arange(n, device=x.device)``)."""
     changes = []
     for node in code.on_line():
+        if isinstance(node, ast.Subscript) and isinstance(node.value, (ast.Name, ast.Attribute)):
+            parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+            where = f"device={code.text(node.value)}.device"
+            changes += [(part, _made_with(code, part, where)) for part in parts if _host_factory(part)]
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
             continue
         made, move = node.func.value, node.func.attr
-        if not (_torch_call(made, *_FACTORIES) and not any(k.arg == "device" for k in made.keywords)):  # type: ignore[attr-defined]
+        if not _host_factory(made):
             continue
         one = node.args[0] if len(node.args) == 1 and not node.keywords else None
         if move == "type_as" and one is not None:
@@ -105,8 +114,7 @@ def _made_on_the_device(code: _Code) -> _Edit:
             where = 'device="cuda"'
         else:
             continue
-        inside = code.text(made)[:-1].rstrip()
-        changes.append((node, f"{inside}{'' if inside.endswith('(') else ', '}{where})"))
+        changes.append((node, _made_with(code, made, where)))
     if not changes:
         return _Edit()
     return _Edit(
@@ -115,6 +123,12 @@ def _made_on_the_device(code: _Code) -> _Edit:
         caveat="the tensor is made on the GPU at once, with the same values: nothing is copied",
         short="make it on the GPU",
     )
+
+
+def _made_with(code: _Code, factory: ast.AST, where: str) -> str:
+    """A factory call's text with ``where`` (``device=d``) added to its arguments."""
+    inside = code.text(factory)[:-1].rstrip()
+    return f"{inside}{'' if inside.endswith('(') else ', '}{where})"
 
 
 def _a_dtype(node: ast.expr) -> bool:

@@ -40,10 +40,12 @@ _LOG_CALL = (
     r"\s*\((?!\s*\))"
 )
 # a factory's tensor made on the host (no device=) and moved: ``torch.zeros(1).to(d)``, ``torch.eye(c).type_as(x)``
+FACTORIES = ("zeros", "ones", "full", "eye", "empty", "arange", "linspace", "logspace", "randperm")
 _MADE_THEN_MOVED = (
-    r"\btorch\.(?:zeros|ones|full|eye|empty|arange)\s*\((?:(?!device)[^()]|\((?:(?!device)[^()])*\))*\)\s*"
+    r"\btorch\.(?:" + "|".join(FACTORIES) + r")\s*\((?:(?!device)[^()]|\((?:(?!device)[^()])*\))*\)\s*"
     r"\.(?:to|type_as|cuda)\s*\("
 )
+_PRINT_LATER = "log it every N steps, or keep the values on the GPU and print them once after the loop"
 _DECIDE_ON_GPU = "compute both outcomes and select on the GPU (torch.where), or move the check out of the step"
 _BUILD_ONCE = "build the tensor once, before the loop (or from pinned memory with non_blocking=True)"
 _TO_HOST = (
@@ -63,6 +65,11 @@ MOVED = Pattern(
 )
 
 
+# an f-string formats a CUDA tensor only where it holds one: a certain copy on its line (or its statement's
+# lines below) comes first
+FORMATTED = Pattern("print of a CUDA tensor", "false", re.compile(r"\bf[\"']"), _PRINT_LATER, "print after the loop")
+
+
 PATTERNS: list[Pattern] = [
     Pattern(
         "explicit synchronize",
@@ -75,14 +82,17 @@ PATTERNS: list[Pattern] = [
     Pattern(
         "print of a CUDA tensor",
         "false",
-        re.compile(r"\bprint\s*\(|" + _LOG_CALL + r"|f[\"']"),
-        "log it every N steps, or keep the values on the GPU and print them once after the loop",
+        re.compile(r"\bprint\s*\(|" + _LOG_CALL),
+        _PRINT_LATER,
         "print after the loop",
     ),
     Pattern(
         "control flow on a GPU value",
         "true",
-        re.compile(r"^\s*(if|elif|while|assert)\b|\.(any|all)\s*\(\s*\)"),
+        # a statement's test, a reduction's truth, or a comprehension's filter by a comparison (``... if r >= m``)
+        re.compile(
+            r"^\s*(if|elif|while|assert)\b|\.(any|all)\s*\(\s*\)(?!\s*\.item)|\bfor\b.+\bin\b.+\bif\b.*(?:[<>]=?|[=!]=)"
+        ),
         _DECIDE_ON_GPU,
         "decide on the GPU (torch.where)",
     ),
@@ -98,10 +108,14 @@ PATTERNS: list[Pattern] = [
         "host-to-device copy of a Python value",
         "false",
         # torch.tensor(...), a bare tensor(...) (``from torch import tensor``), or torch.zeros(1).to(d)
-        re.compile(r"(?:\btorch\.|(?<![.\w]))(tensor|as_tensor)\s*\((.*device|[^()]*\)\.to\s*\()|" + _MADE_THEN_MOVED),
+        # (a device= may come in unpacked keywords: ``torch.tensor(0.0, **tkwargs)``)
+        re.compile(
+            r"(?:\btorch\.|(?<![.\w]))(tensor|as_tensor)\s*\((.*device|.*\*\*\w|[^()]*\)\.to\s*\()|" + _MADE_THEN_MOVED
+        ),
         _BUILD_ONCE,
         "build the tensor once",
     ),
+    FORMATTED,
     Pattern(
         "index from a Python tuple or list",
         "false",
@@ -119,7 +133,10 @@ PATTERNS: list[Pattern] = [
     Pattern(
         "value read",
         "false",
-        re.compile(r"\.(item|tolist)\s*\(|\btorch\.equal\s*\("),  # torch.equal gives a Python bool
+        # torch.equal gives a Python bool; range() reads a tensor's value as an int (``range(n.long())``)
+        re.compile(
+            r"\.(item|tolist)\s*\(|\btorch\.equal\s*\(|\brange\s*\((?:[^()]|\([^()]*\))*\.(?:long|int)\s*\(\s*\)"
+        ),
         _READ,
         "keep the value on the GPU",
     ),
@@ -138,28 +155,32 @@ PATTERNS: list[Pattern] = [
     Pattern(
         "host-to-device copy of a Python value",
         "false",
-        re.compile(r"\]\s*=\s*(-?[\d.]+|True|False)\s*$"),  # x[i] = 0: the Python value is copied to the GPU
+        # x[i] = 0, x[m] = torch.finfo(x.dtype).min: the Python value is copied to the GPU
+        re.compile(
+            r"\]\s*=\s*(-?[\d.]+|True|False|-?torch\.finfo\([^()]*\)\.\w+|-?math\.inf|float\([\"']-?inf[\"']\))\s*$"
+        ),
         _BUILD_ONCE,
         "build the tensor once",
     ),
     Pattern(
         "value read",
         "false",
-        re.compile(r"\b(float|int|bool)\s*\("),
+        re.compile(r"(?<![.\w])(float|int|bool)\s*\("),  # Python's, not a tensor's ``.float()``
         _READ,
         "keep the value on the GPU",
     ),
     Pattern(
         "copy between host and device",
         "false",
-        re.compile(r"\.(cpu|numpy)\s*\(|\btorch\.save\s*\("),  # torch.save copies CUDA tensors
+        re.compile(r"\.(cpu|numpy)\s*\(|\btorch\.save\s*\(|\bpickle\.dumps?\s*\("),  # they copy CUDA tensors
         _TO_HOST,
         "copy it after the loop",
     ),
     Pattern(
         "Python builtin on tensors",
         "false",
-        re.compile(r"(?<![.\w])(max|min|sum|any|all|abs)\s*\("),
+        # (a list's ``.sort()`` as a statement: a tensor's returns its values, and syncs not)
+        re.compile(r"(?<![.\w])(max|min|sum|any|all|abs|sorted)\s*\(|^\s*[\w.]+\.sort\s*\(\s*\)\s*$"),
         "use the torch op (torch.maximum, torch.sum, ...), which stays on the GPU",
         "use the torch op",
     ),

@@ -7,8 +7,16 @@ import ast
 from collections.abc import Set as AbstractSet
 
 from nsync.stages.advice.code import _Code, _names_in
+from nsync.stages.advice.copies import _host_factory
 from nsync.stages.advice.patterns import INDEX, Pattern, entry
-from nsync.stages.advice.values import _bindings, _cpu_tensor_into_slice, _gpu_value_as_size, _truth_taken
+from nsync.stages.advice.values import (
+    _bindings,
+    _cpu_tensor_into_slice,
+    _gpu_value_as_size,
+    _parameter_as_size,
+    _python_number_into_tensor,
+    _truth_taken,
+)
 
 
 def _literal_index(node: ast.AST) -> bool:
@@ -52,9 +60,12 @@ def _from_function(code: _Code) -> Pattern | None:
         (_named_literal_index, entry(INDEX)),
         (_mask_named_index, entry("dynamic shape (a mask or nonzero)")),
         (_applies_module_fn, entry("copy between host and device")),
+        (_index_made_on_the_host, entry("host-to-device copy of a Python value")),
         (_scalar_tensor_index, entry("value read")),
         (_gpu_value_as_size, GPU_SIZE),
+        (_parameter_as_size, GPU_SIZE),
         (_cpu_tensor_into_slice, CPU_INTO_SLICE),
+        (_python_number_into_tensor, entry("host-to-device copy of a Python value")),
         (_truth_taken, entry("control flow on a GPU value")),
     ]
     return next((pattern for check, pattern in checks if check(code)), None)
@@ -70,6 +81,12 @@ def _index_parts(code: _Code) -> list[ast.expr]:
     ]
 
 
+def _index_made_on_the_host(code: _Code) -> bool:
+    """Whether the line indexes with a factory's tensor made without a device (``x[:, torch.arange(n)]``): it is
+    made on the host and copied to the GPU."""
+    return any(_host_factory(part) for part in _index_parts(code))
+
+
 def _mask_named_index(code: _Code) -> bool:
     """Whether the line indexes with a name its function binds to a boolean expression (or its negation,
     ``x[~keep]``), through names bound to mixes of such names (``cond = cond_a & cond_b``)."""
@@ -83,18 +100,43 @@ def _mask_named_index(code: _Code) -> bool:
     return any(_boolean(part, masks) for part in _index_parts(code))
 
 
-_BOOLEAN_CALLS = {"isnan", "isinf", "isfinite", "isin", "isclose", "isneginf", "isposinf", "signbit", "logical_and",
-                  "logical_or", "logical_not", "logical_xor", "eq", "ne", "lt", "le", "gt", "ge", "bool"}  # fmt: skip
+_BOOLEAN_CALLS = {
+    "isnan",
+    "isinf",
+    "isfinite",
+    "isin",
+    "isclose",
+    "isneginf",
+    "isposinf",
+    "signbit",
+    "logical_and",
+    "logical_or",
+    "logical_not",
+    "logical_xor",
+    "eq",
+    "ne",
+    "lt",
+    "le",
+    "gt",
+    "ge",
+    "bool",
+    "all",
+    "any",
+}  # fmt: skip  (a mask's all/any along a dimension: ``(Y > ref).all(dim=-1)``)
 
 
 def _boolean(node: ast.AST, masks: AbstractSet[str] = frozenset()) -> bool:
     """Whether an expression makes a boolean tensor: a comparison, a negation or a bitwise mix of them, a
-    call that returns one (``torch.isnan``, ``x.eq(y)``, ``.bool()``), or a name in ``masks``."""
+    call that returns one (``torch.isnan``, ``x.eq(y)``, ``.bool()``), a name in ``masks`` or a part of one."""
     if isinstance(node, ast.Compare):
         return True
     if isinstance(node, ast.Name):
         return node.id in masks
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.Invert, ast.Not)):
+    if isinstance(node, ast.Subscript):  # a row of a mask (``Y[i, mask[i]]``)
+        return _boolean(node.value, masks)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Invert):  # ``x[~keep]``: a tensor's ~ is a mask's
+        return True
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
         return _boolean(node.operand, masks)
     if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.BitAnd, ast.BitOr, ast.BitXor)):
         return _boolean(node.left, masks) or _boolean(node.right, masks)
@@ -112,8 +154,9 @@ def _scalar_tensor_index(code: _Code) -> bool:
     ``argmax``/``argmin`` of a whole tensor (no ``dim``, or of a flattened one), or ``name[0]`` of a name bound
     to a tensor expression (``groups = counts.cumsum(0) - 1`` then ``x[groups[0]]``)."""
     bound = _bindings(code)
+    extremes = _extreme_indices(code)
     for part in _index_parts(code):
-        if isinstance(part, ast.Name) and _whole_arg(bound.get(part.id)):
+        if isinstance(part, ast.Name) and (_whole_arg(bound.get(part.id)) or part.id in extremes):
             return True
         if (
             isinstance(part, ast.Subscript)
@@ -124,6 +167,21 @@ def _scalar_tensor_index(code: _Code) -> bool:
         ):
             return True
     return False
+
+
+def _extreme_indices(code: _Code) -> set[str]:
+    """Names bound to the indices of a max or min along a dimension (``value, i = torch.max(x.sum(0), 0)``): an
+    index by one on a line that syncs is a 0-dim tensor (a longer one would not sync there)."""
+    return {
+        node.targets[0].elts[1].id
+        for node in ast.walk(code.function or code.tree)
+        if isinstance(node, ast.Assign)
+        and isinstance(node.targets[0], ast.Tuple)
+        and len(node.targets[0].elts) == 2
+        and isinstance(node.targets[0].elts[1], ast.Name)
+        and isinstance(node.value, ast.Call)
+        and getattr(node.value.func, "attr", "") in ("max", "min")
+    }
 
 
 def _whole_arg(value: ast.expr | None) -> bool:
@@ -231,6 +289,10 @@ def _literal_names(code: _Code) -> dict[str, str]:
                 kind = _literal_kind(node.value, found)
                 if kind:
                     found[node.targets[0].id] = kind
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):  # ``kept: List[int] = []``
+                kind = _annotated_kind(node.annotation)
+                if kind:
+                    found[node.target.id] = kind
     if function is not None:
         arguments = function.args
         positional = arguments.posonlyargs + arguments.args

@@ -178,9 +178,22 @@ def _control_flow(code: _Code) -> _Edit:
 
 def _reads_on_host(test: ast.expr) -> bool:
     """Whether a condition reads its values on the host whatever the statement: Python's ``and``/``or``/``not``
-    take each tensor's truth, and ``.item()``-like reads in it stay."""
+    take each tensor's truth, ``.item()``-like reads in it stay, and a comparison of Python sequences or an ``in``
+    test takes each element's (``list(x.size()) == [b, n]`` with ``n`` a GPU value: seen on the H100, Longformer's
+    assert rewritten to ``torch._assert_async`` still synced)."""
     return any(isinstance(n, ast.BoolOp) or (isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.Not))
-               or _is_read(n) is not None for n in ast.walk(test))  # fmt: skip
+               or _is_read(n) is not None or _compares_on_host(n) for n in ast.walk(test))  # fmt: skip
+
+
+def _compares_on_host(node: ast.AST) -> bool:
+    if not isinstance(node, ast.Compare):
+        return False
+    sequences = any(
+        isinstance(o, (ast.List, ast.Tuple, ast.ListComp))
+        or (isinstance(o, ast.Call) and isinstance(o.func, ast.Name) and o.func.id in ("list", "tuple"))
+        for o in (node.left, *node.comparators)
+    )
+    return sequences or any(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops)
 
 
 def _builtin(code: _Code) -> _Edit:

@@ -10,14 +10,13 @@ from nsync.stages.advice.code import _Code, takes_sizes
 
 
 def _bindings(code: _Code) -> dict[str, ast.expr]:
-    """The value each plain name is bound to in the line's function (the last binding where there are several)."""
-    return {
-        target.id: node.value
-        for node in ast.walk(code.function or code.tree)
-        if isinstance(node, ast.Assign)
-        for target in node.targets
-        if isinstance(target, ast.Name)
-    }
+    """The value each plain name is bound to in the line's function (the last in the source where there are
+    several: ``m = torch.ones(...)`` in an ``if``, then ``m = m & keep``)."""
+    assigns = sorted(
+        (node for node in ast.walk(code.function or code.tree) if isinstance(node, ast.Assign)),
+        key=lambda node: (node.lineno, node.col_offset),
+    )
+    return {target.id: node.value for node in assigns for target in node.targets if isinstance(target, ast.Name)}
 
 
 # reductions to one value when given no dimension (``counts.max()``, ``mask.sum()``)
@@ -66,6 +65,33 @@ def _gpu_value_as_size(code: _Code) -> bool:
     return False
 
 
+# calls that never sync by themselves, beside the size-taking ones
+_SHAPING = {"contiguous", "transpose", "permute", "clone", "unsqueeze", "squeeze", "flatten", "size", "dim"}
+
+
+def _parameter_as_size(code: _Code) -> bool:
+    """Whether the line, made only of calls that never sync by themselves, gives a parameter of its function as a
+    size (``attn.narrow(-1, 0, max_num_global)``, Longformer's GPU ``.max()`` passed on from the caller): a line that
+    syncs so reads that size from the GPU. Not a parameter annotated ``int``."""
+    function = code.function
+    if function is None:
+        return False
+    arguments = function.args
+    given = {a.arg: a.annotation for a in arguments.posonlyargs + arguments.args + arguments.kwonlyargs}
+    parameters = {n for n, note in given.items() if n not in ("self", "cls") and getattr(note, "id", "") != "int"}
+    parameters -= set(_bindings(code))
+    calls = [n for n in code.on_line() if isinstance(n, ast.Call)]
+    if not calls or not all(takes_sizes(c.func) or getattr(c.func, "attr", "") in _SHAPING for c in calls):
+        return False
+    return any(
+        isinstance(n, ast.Name) and n.id in parameters
+        for c in calls
+        if takes_sizes(c.func)
+        for size in [*c.args, *(k.value for k in c.keywords)]
+        for n in ast.walk(size)
+    )
+
+
 def _cpu_tensor_into_slice(code: _Code) -> bool:
     """Whether the line assigns a CPU tensor into a slice of a tensor (``image[..., i:j] = v``, ``v: torch.Tensor``
     a parameter, or a name bound to ``.cpu()``): the syncing line then copies it to the GPU."""
@@ -87,6 +113,43 @@ def _cpu_tensor_into_slice(code: _Code) -> bool:
             return getattr(annotation, "attr", getattr(annotation, "id", "")) == "Tensor"
     made = _bindings(code).get(value.id)
     return isinstance(made, ast.Call) and getattr(made.func, "attr", "") in ("cpu", "from_numpy")
+
+
+def _python_number_into_tensor(code: _Code) -> bool:
+    """Whether the line assigns a name holding a Python number into a tensor (``cluster[source] = i``, with ``i = 0``
+    and ``i += 1``, ``i += int(n)`` its bindings): the number is copied to the GPU, and the host waits."""
+    statement = code.statement
+    if not (
+        isinstance(statement, ast.Assign)
+        and isinstance(statement.targets[0], ast.Subscript)
+        and isinstance(statement.value, ast.Name)
+    ):
+        return False
+    values: dict[str, list[ast.expr]] = {}
+    for node in ast.walk(code.function or code.tree):
+        if isinstance(node, (ast.Assign, ast.AugAssign)):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                if isinstance(target, ast.Name):
+                    values.setdefault(target.id, []).append(node.value)
+    numbers: set[str] = set()
+    while True:  # a fixed point: a name is a number when all its values are numbers or such names
+        found = {n for n, vs in values.items() if all(_python_number(v, numbers | {n}) for v in vs)} - numbers
+        if not found:
+            break
+        numbers |= found
+    return statement.value.id in numbers
+
+
+def _python_number(node: ast.expr, numbers: AbstractSet[str]) -> bool:
+    """Whether an expression is a Python number: a literal, ``int()``/``float()``/``len()`` of anything, a name in
+    ``numbers``, or arithmetic of such."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, (int, float))
+    if isinstance(node, ast.Name):
+        return node.id in numbers
+    if isinstance(node, ast.BinOp):
+        return _python_number(node.left, numbers) and _python_number(node.right, numbers)
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("int", "float", "len")
 
 
 # Python functions whose truth is never a tensor's (``not isinstance(...)``)
