@@ -5,7 +5,8 @@ run it under nsync.testing.sync_free in a fresh process and note every syncing l
 advice as a user would get it (nsync.testing's reading of the line in its file); write every rewrite nsync
 gives into the library's installed file (a backup kept, restored afterwards, whatever happens); run the
 program again in a fresh process, and count the syncs left at each rewrite's lines. A rewrite passes when the
-program still runs and no sync is left at its lines; one that breaks the program or still syncs is said.
+program still runs (each of its calls that ran before: a program runs its calls one by one, passing over one that
+fails) and no sync is left at its lines; one that breaks the program, or a call of it, or still syncs is said.
 Writes $OUT/rewrites.json. Run on a CUDA machine from the repository root:
 
     python scripts/h200/check-rewrites.py held-out-3 held-out-4
@@ -36,25 +37,28 @@ def _harvest_module():
 
 
 def child(name: str) -> None:
-    """Run one program (once to warm up, once under sync_free) and print its syncs as JSON on the last line."""
+    """Run one program (once to warm up, once under sync_free) and print, as JSON on the last line, its syncs and
+    the calls of it that failed (a program runs its calls one by one, each failure said and passed over)."""
     import torch
 
+    from harvest_each import FAILED
     from nsync.testing import SyncFound, sync_free
 
     program = next(p for p in _harvest_module().ALL if p.__name__ == name)
     program()
     torch.cuda.synchronize()
+    FAILED.clear()  # the timed run's alone
     syncs: Counter = Counter()
     try:
         with sync_free():
             program()
     except SyncFound as found:
         syncs.update((s.file, s.line, s.code) for s in found.syncs)
-    print(json.dumps([[file, line, code, n] for (file, line, code), n in syncs.items()]))
+    print(json.dumps({"syncs": [[file, line, code, n] for (file, line, code), n in syncs.items()], "failed": FAILED}))
 
 
-def run(name: str) -> list | str:
-    """The program's syncs ([file, line, code, count]), or why it did not run to its end."""
+def run(name: str) -> dict | str:
+    """The program's syncs ([file, line, code, count]) and failed calls, or why it did not run to its end."""
     try:
         done = subprocess.run([sys.executable, __file__, "--child", name], capture_output=True, text=True,
                               timeout=RUN_S, cwd=ROOT, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})  # fmt: skip
@@ -125,8 +129,8 @@ def main(names: list[str]) -> None:
     """Before, the rewrites of every program's lines written at once (a line two programs share, once), after."""
     programs = [p.__name__ for p in _harvest_module().chosen_programs(names)]
     before = _each_program(programs)
-    lines = {(f, line): [f, line, code, 0] for syncs in before.values() if isinstance(syncs, list)
-             for f, line, code, _n in syncs}  # fmt: skip
+    lines = {(f, line): [f, line, code, 0] for ran in before.values() if isinstance(ran, dict)
+             for f, line, code, _n in ran["syncs"]}  # fmt: skip
     by_file = rewrites_of(list(lines.values()))
     originals = apply(by_file)
     print(f"{sum(map(len, by_file.values()))} rewrites written in {len(by_file)} files", flush=True)
@@ -137,10 +141,13 @@ def main(names: list[str]) -> None:
             Path(file).write_text(text)
     results = {}
     for name in programs:
-        was, now = before[name], after[name]
-        if isinstance(was, str):
-            results[name] = {"error_before": was}
+        if isinstance(before[name], str):
+            results[name] = {"error_before": before[name]}
             continue
+        was = before[name]["syncs"]
+        now = after[name] if isinstance(after[name], str) else after[name]["syncs"]
+        # a call that failed after and not before: a rewrite broke it, and the lines after it did not run
+        broken = [] if isinstance(after[name], str) else sorted(set(after[name]["failed"]) - set(before[name]["failed"]))
         mine = {(f, line): n for f, line, _code, n in was}
         rewrites = [dict(r, file=f, count_before=mine[(f, r["line"])]) for f, written in by_file.items()
                     for r in written if (f, r["line"]) in mine]  # fmt: skip
@@ -148,11 +155,12 @@ def main(names: list[str]) -> None:
             rewrite.pop("edits", None)
             rewrite["left_after"] = None if isinstance(now, str) else left_at(rewrite, rewrite["file"], now)
         results[name] = {"syncing_lines": len(was), "syncs_before": sum(n for *_, n in was),
-                         "error_after": now if isinstance(now, str) else None,
+                         "error_after": now if isinstance(now, str) else None, "calls_broken": broken,
                          "syncs_after": None if isinstance(now, str) else sum(n for *_, n in now),
                          "after": None if isinstance(now, str) else now, "rewrites": rewrites}  # fmt: skip
         print(f"{name}: {len(rewrites)} rewrites; syncs {results[name]['syncs_before']} before, after: "
-              f"{results[name]['error_after'] or results[name]['syncs_after']}", flush=True)  # fmt: skip
+              f"{results[name]['error_after'] or results[name]['syncs_after']}"
+              + (f"; calls broken: {' | '.join(broken)}" if broken else ""), flush=True)  # fmt: skip
     (Path(os.environ.get("OUT", ".")) / "rewrites.json").write_text(json.dumps(results, indent=1))
 
 
