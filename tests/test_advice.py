@@ -744,6 +744,36 @@ def test_a_line_whose_statement_or_function_tells_its_pattern_gets_that_pattern(
     assert "\n" not in advice.why  # a statement of several lines is said as one
 
 
+LONGFORMER_LIKE = (
+    "import torch\n\n\nclass Attention(torch.nn.Module):\n"
+    "    def _count(self, is_global):\n"
+    "        per_row = is_global.long().sum(dim=1)\n"
+    "        most = per_row.max()\n"
+    "        return most, per_row\n\n"
+    "    def forward(self, x, is_global):\n"
+    "        most, per_row = self._count(is_global)\n"
+    "        return self._only_global(x, {given})\n\n"
+    "    def _only_global(self, x, n_global):\n"
+    "        return x[:, :n_global] + 1\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("given", "pattern"),
+    [("most", "value read"), ("n_global=most", "value read"), ("x.size(1)", "no known pattern")],
+)
+def test_a_gpu_count_made_in_one_method_and_passed_to_another_is_read_where_it_bounds_a_slice(
+    tmp_path: Path, given: str, pattern: str
+) -> None:
+    """Longformer's shape, by construction: ``_count`` returns a whole ``.max()`` (a one-element GPU tensor),
+    ``forward`` unpacks it and passes it on, ``_only_global`` slices with it, which reads it to the host. Passed a
+    Python size instead, the slice is no GPU value's."""
+    advice = _advice(tmp_path, LONGFORMER_LIKE.format(given=given), 15)
+    assert advice.pattern == pattern
+    if pattern == "value read":
+        assert advice.short == "use a bound the host knows"
+
+
 def test_a_parameter_annotated_int_given_as_a_size_is_not_taken_for_a_gpu_value(tmp_path: Path) -> None:
     assert _advice(tmp_path, "def f(x, n: int):\n    return x.view(n, -1)\n", 2).pattern == "no known pattern"
 

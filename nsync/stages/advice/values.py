@@ -7,50 +7,19 @@ import ast
 from collections.abc import Set as AbstractSet
 
 from nsync.stages.advice.code import _Code, takes_sizes
+from nsync.stages.advice.flow import bindings_in, scalars_in
 
 
 def _bindings(code: _Code) -> dict[str, ast.expr]:
-    """The value each plain name is bound to in the line's function (the last in the source where there are
-    several: ``m = torch.ones(...)`` in an ``if``, then ``m = m & keep``)."""
-    assigns = sorted(
-        (node for node in ast.walk(code.function or code.tree) if isinstance(node, ast.Assign)),
-        key=lambda node: (node.lineno, node.col_offset),
-    )
-    return {target.id: node.value for node in assigns for target in node.targets if isinstance(target, ast.Name)}
-
-
-# reductions to one value when given no dimension (``counts.max()``, ``mask.sum()``)
-_REDUCTIONS = {"max", "min", "sum", "amax", "amin", "argmax", "argmin", "count_nonzero", "prod"}
-_NOT_TENSORS = {"math", "np", "numpy", "statistics", "builtins"}
-
-
-def _gpu_scalar(value: ast.AST, scalars: AbstractSet[str]) -> bool:
-    """Whether ``value`` is a one-element GPU tensor: a whole reduction (``x.sum(dim=1).max()``,
-    ``torch.max(x)``), arithmetic on one, or a name in ``scalars``."""
-    if isinstance(value, ast.Name):
-        return value.id in scalars
-    if isinstance(value, ast.BinOp):
-        return _gpu_scalar(value.left, scalars) or _gpu_scalar(value.right, scalars)
-    if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in _REDUCTIONS):
-        return False
-    receiver = value.func.value
-    if isinstance(receiver, ast.Name) and receiver.id in _NOT_TENSORS:
-        return False
-    by_torch = isinstance(receiver, ast.Name) and receiver.id == "torch"
-    has_dim = any(k.arg in ("dim", "axis") for k in value.keywords) or len(value.args) > int(by_torch)
-    return not has_dim
+    """The value each plain name is bound to in the line's function (the last in the source)."""
+    return bindings_in(code.function or code.tree)
 
 
 def _gpu_value_as_size(code: _Code) -> bool:
     """Whether the line gives a name bound to a GPU scalar as a size (``x.topk(k=k)``, ``torch.arange(n)``) or a
-    slice's bound (``x[:, :length]``), which PyTorch reads to the host as a Python int."""
-    bound = _bindings(code)
-    scalars: set[str] = set()
-    while True:
-        found = {name for name, value in bound.items() if _gpu_scalar(value, scalars)} - scalars
-        if not found:
-            break
-        scalars |= found
+    slice's bound (``x[:, :length]``), which PyTorch reads to the host as a Python int. The name may be bound in
+    another function of the module and passed on (``scalars_in``)."""
+    scalars = scalars_in(code.function or code.tree, code.tree)
     if not scalars:
         return False
     for node in code.on_line():
@@ -71,8 +40,9 @@ _SHAPING = {"contiguous", "transpose", "permute", "clone", "unsqueeze", "squeeze
 
 def _parameter_as_size(code: _Code) -> bool:
     """Whether the line, made only of calls that never sync by themselves, gives a parameter of its function as a
-    size (``attn.narrow(-1, 0, max_num_global)``, Longformer's GPU ``.max()`` passed on from the caller): a line that
-    syncs so reads that size from the GPU. Not a parameter annotated ``int``."""
+    size (``attn.narrow(-1, 0, max_num_global)``): a line that syncs so reads that size from the GPU, where the
+    module does not show who passes it (a caller in another file; the corpora keep the function alone). Not a
+    parameter annotated ``int``."""
     function = code.function
     if function is None:
         return False
