@@ -8,7 +8,7 @@ from pathlib import Path
 
 import torch
 
-from harvest_each import DEVICE, _each
+from harvest_each import DEVICE, _each, _updated
 
 
 def keypoints_and_box_losses() -> None:
@@ -241,37 +241,31 @@ def metrics_fifth() -> None:
     from torchmetrics.segmentation import GeneralizedDiceScore, MeanIoU
     from torchmetrics.wrappers import BootStrapper, ClasswiseWrapper, MinMaxMetric, Running
 
-    def run(metric, *inputs) -> None:
-        metric = metric.to(DEVICE)
-        for _ in range(2):
-            metric.update(*inputs)
-        metric.compute()
-
     probs, labels = torch.rand(60, device=DEVICE), torch.randint(0, 2, (60,), device=DEVICE)
     logits, classes = torch.randn(60, 4, device=DEVICE), torch.randint(0, 4, (60,), device=DEVICE)
     masks = torch.randint(0, 3, (2, 16, 16), device=DEVICE)
     values = torch.randn(60, device=DEVICE)
     values[3] = float("nan")
     _each(
-        lambda: run(MeanMetric(nan_strategy="warn"), values),
-        lambda: run(MaxMetric(nan_strategy="ignore"), values),
-        lambda: run(CatMetric(nan_strategy="ignore"), values),
-        lambda: run(
+        lambda: _updated(MeanMetric(nan_strategy="warn"), values),
+        lambda: _updated(MaxMetric(nan_strategy="ignore"), values),
+        lambda: _updated(CatMetric(nan_strategy="ignore"), values),
+        lambda: _updated(
             ScaleInvariantSignalDistortionRatio(),
             torch.randn(2, 800, device=DEVICE),
             torch.randn(2, 800, device=DEVICE),
         ),
-        lambda: run(SignalNoiseRatio(), torch.randn(2, 800, device=DEVICE), torch.randn(2, 800, device=DEVICE)),
-        lambda: run(BinaryCalibrationError(n_bins=10), probs, labels),
-        lambda: run(MulticlassHammingDistance(num_classes=4), logits, classes),
-        lambda: run(MultilabelRankingLoss(num_labels=4), logits, (logits > 0).long()),
-        lambda: run(CramersV(num_classes=4), classes, classes.roll(3)),
-        lambda: run(MeanIoU(num_classes=3, input_format="index"), masks, masks.roll(2, dims=1)),
-        lambda: run(GeneralizedDiceScore(num_classes=3, input_format="index"), masks, masks.roll(2, dims=1)),
-        lambda: run(BootStrapper(MulticlassAccuracy(num_classes=4), num_bootstraps=4), logits, classes),
-        lambda: run(ClasswiseWrapper(MulticlassAccuracy(num_classes=4, average=None)), logits, classes),
-        lambda: run(MinMaxMetric(MulticlassAccuracy(num_classes=4)), logits, classes),
-        lambda: run(Running(MeanMetric(), window=3), values.nan_to_num()),
+        lambda: _updated(SignalNoiseRatio(), torch.randn(2, 800, device=DEVICE), torch.randn(2, 800, device=DEVICE)),
+        lambda: _updated(BinaryCalibrationError(n_bins=10), probs, labels),
+        lambda: _updated(MulticlassHammingDistance(num_classes=4), logits, classes),
+        lambda: _updated(MultilabelRankingLoss(num_labels=4), logits, (logits > 0).long()),
+        lambda: _updated(CramersV(num_classes=4), classes, classes.roll(3)),
+        lambda: _updated(MeanIoU(num_classes=3, input_format="index"), masks, masks.roll(2, dims=1)),
+        lambda: _updated(GeneralizedDiceScore(num_classes=3, input_format="index"), masks, masks.roll(2, dims=1)),
+        lambda: _updated(BootStrapper(MulticlassAccuracy(num_classes=4), num_bootstraps=4), logits, classes),
+        lambda: _updated(ClasswiseWrapper(MulticlassAccuracy(num_classes=4, average=None)), logits, classes),
+        lambda: _updated(MinMaxMetric(MulticlassAccuracy(num_classes=4)), logits, classes),
+        lambda: _updated(Running(MeanMetric(), window=3), values.nan_to_num()),
     )
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import torch
 
-from harvest_each import DEVICE, _each
+from harvest_each import DEVICE, _each, _updated
 
 
 def vision_transformers() -> None:
@@ -141,12 +141,6 @@ def metrics_sixth() -> None:
                                          TweedieDevianceScore)  # fmt: skip
     from torchmetrics.text import Perplexity
 
-    def run(metric, *inputs) -> None:
-        metric = metric.to(DEVICE)
-        for _ in range(2):
-            metric.update(*inputs)
-        metric.compute()
-
     probs, labels = torch.rand(60, device=DEVICE), torch.randint(0, 2, (60,), device=DEVICE)
     logits, classes = torch.randn(60, 4, device=DEVICE), torch.randint(0, 4, (60,), device=DEVICE)
     groups = torch.randint(0, 2, (60,), device=DEVICE)
@@ -155,18 +149,18 @@ def metrics_sixth() -> None:
     tokens = torch.randint(0, 10, (2, 8), device=DEVICE)
     tokens[0, 6:] = -100
     _each(
-        lambda: run(BinaryFairness(num_groups=2), probs, labels, groups),
-        lambda: run(BinarySpecificityAtSensitivity(min_sensitivity=0.5), probs, labels),
-        lambda: run(MulticlassCalibrationError(num_classes=4), logits.softmax(-1), classes),
-        lambda: run(MulticlassPrecisionAtFixedRecall(num_classes=4, min_recall=0.5), logits.softmax(-1), classes),
-        lambda: run(ConcordanceCorrCoef(), a, b),
-        lambda: run(CosineSimilarity(), a[None], b[None]),
-        lambda: run(KLDivergence(), a[None].softmax(-1), b[None].softmax(-1)),
-        lambda: run(MeanAbsolutePercentageError(), a, b),
-        lambda: run(TweedieDevianceScore(power=1.5), a, b),
-        lambda: run(SpectralAngleMapper(), images, images.flip(-1)),
-        lambda: run(UniversalImageQualityIndex(), images, images.flip(-1)),
-        lambda: run(Perplexity(ignore_index=-100), torch.randn(2, 8, 10, device=DEVICE), tokens),
+        lambda: _updated(BinaryFairness(num_groups=2), probs, labels, groups),
+        lambda: _updated(BinarySpecificityAtSensitivity(min_sensitivity=0.5), probs, labels),
+        lambda: _updated(MulticlassCalibrationError(num_classes=4), logits.softmax(-1), classes),
+        lambda: _updated(MulticlassPrecisionAtFixedRecall(num_classes=4, min_recall=0.5), logits.softmax(-1), classes),
+        lambda: _updated(ConcordanceCorrCoef(), a, b),
+        lambda: _updated(CosineSimilarity(), a[None], b[None]),
+        lambda: _updated(KLDivergence(), a[None].softmax(-1), b[None].softmax(-1)),
+        lambda: _updated(MeanAbsolutePercentageError(), a, b),
+        lambda: _updated(TweedieDevianceScore(power=1.5), a, b),
+        lambda: _updated(SpectralAngleMapper(), images, images.flip(-1)),
+        lambda: _updated(UniversalImageQualityIndex(), images, images.flip(-1)),
+        lambda: _updated(Perplexity(ignore_index=-100), torch.randn(2, 8, 10, device=DEVICE), tokens),
     )
 
 

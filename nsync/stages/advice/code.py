@@ -183,6 +183,11 @@ class _Code:
         ]
 
 
+def index_parts(node: ast.Subscript) -> list[ast.expr]:
+    """A subscript's indices, a tuple index's parts each (``x[:, i]``: the slice and ``i``)."""
+    return node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+
+
 # calls whose arguments are sizes: a GPU value given as one is read to the host as a Python int
 _SIZED_METHODS = {"topk", "kthvalue", "narrow", "repeat", "expand", "view", "reshape", "new_zeros", "new_ones",
                   "new_empty", "new_full"}  # fmt: skip

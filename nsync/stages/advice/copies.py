@@ -12,6 +12,7 @@ from nsync.stages.advice.code import (
     _header_nodes,
     _names_in,
     _target,
+    index_parts,
 )
 from nsync.stages.advice.edit import _Edit
 from nsync.stages.advice.patterns import FACTORIES
@@ -97,9 +98,8 @@ def _made_on_the_device(code: _Code) -> _Edit:
     changes = []
     for node in code.on_line():
         if isinstance(node, ast.Subscript) and isinstance(node.value, (ast.Name, ast.Attribute)):
-            parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
             where = f"device={code.text(node.value)}.device"
-            changes += [(part, _made_with(code, part, where)) for part in parts if _host_factory(part)]
+            changes += [(part, _made_with(code, part, where)) for part in index_parts(node) if _host_factory(part)]
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
             continue
         made, move = node.func.value, node.func.attr

@@ -5,13 +5,16 @@ computes its count of global tokens in one method and gives it as a size in thre
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable, Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from functools import lru_cache
+from typing import TypeVar
 
 # reductions to one value when given no dimension (``counts.max()``, ``mask.sum()``)
 _REDUCTIONS = {"max", "min", "sum", "amax", "amin", "argmax", "argmin", "count_nonzero", "prod"}
 _NOT_TENSORS = {"math", "np", "numpy", "statistics", "builtins"}
 _Function = ast.FunctionDef | ast.AsyncFunctionDef
+V = TypeVar("V")
 
 
 def bindings_in(scope: ast.AST) -> dict[str, ast.expr]:
@@ -46,13 +49,20 @@ def scalars_in(scope: ast.AST, tree: ast.Module, depth: int = 2) -> frozenset[st
     """The names ``scope`` (a function, or the module) binds to GPU scalars, through the module's other functions
     ``depth`` calls away at most: unpacked from a module function's result, or given to a parameter by a caller."""
     seeds = _brought_in(scope, tree, depth) if depth > 0 and isinstance(scope, _Function) else set()
-    bound = bindings_in(scope)
-    scalars = set(seeds)
-    while True:  # a fixed point: arithmetic on the scalars found so far is one too
-        found = {name for name, value in bound.items() if gpu_scalar(value, scalars)} - scalars
-        if not found:
-            return frozenset(scalars)
-        scalars |= found
+    return grown(bindings_in(scope), lambda _name, value, scalars: gpu_scalar(value, scalars), seeds)
+
+
+def grown(
+    values: Mapping[str, V], holds: Callable[[str, V, frozenset[str]], bool], seeds: Iterable[str] = ()
+) -> frozenset[str]:
+    """The names whose values hold, given the names found so far (a fixed point: ``c = a & b`` is a mask once
+    ``a`` and ``b`` are)."""
+    found = frozenset(seeds)
+    while True:
+        more = {name for name, value in values.items() if name not in found and holds(name, value, found)}
+        if not more:
+            return found
+        found |= more
 
 
 @lru_cache(maxsize=16)

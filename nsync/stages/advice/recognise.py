@@ -6,8 +6,9 @@ from __future__ import annotations
 import ast
 from collections.abc import Set as AbstractSet
 
-from nsync.stages.advice.code import _Code, _names_in
+from nsync.stages.advice.code import _Code, _names_in, index_parts
 from nsync.stages.advice.copies import _host_factory
+from nsync.stages.advice.flow import grown
 from nsync.stages.advice.patterns import INDEX, Pattern, entry
 from nsync.stages.advice.values import (
     _bindings,
@@ -73,12 +74,7 @@ def _from_function(code: _Code) -> Pattern | None:
 
 def _index_parts(code: _Code) -> list[ast.expr]:
     """The indices of the line's subscripts, a tuple index's parts each."""
-    return [
-        part
-        for node in code.on_line()
-        if isinstance(node, ast.Subscript)
-        for part in (node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice])
-    ]
+    return [part for node in code.on_line() if isinstance(node, ast.Subscript) for part in index_parts(node)]
 
 
 def _index_made_on_the_host(code: _Code) -> bool:
@@ -90,13 +86,7 @@ def _index_made_on_the_host(code: _Code) -> bool:
 def _mask_named_index(code: _Code) -> bool:
     """Whether the line indexes with a name its function binds to a boolean expression (or its negation,
     ``x[~keep]``), through names bound to mixes of such names (``cond = cond_a & cond_b``)."""
-    bound = _bindings(code)
-    masks: set[str] = set()
-    while True:  # a fixed point: each pass may add names made of the masks found so far
-        found = {name for name, value in bound.items() if _boolean(value, masks)} - masks
-        if not found:
-            break
-        masks |= found
+    masks = grown(_bindings(code), lambda _name, value, masks: _boolean(value, masks))
     return any(_boolean(part, masks) for part in _index_parts(code))
 
 
@@ -226,12 +216,7 @@ def _applies_module_fn(code: _Code) -> bool:
 def _named_literal_index(code: _Code) -> bool:
     """Whether the line indexes with a name or ``self`` attribute bound to a tuple or list of integers."""
     names = _literal_names(code)
-    return any(
-        index_key(part) in names
-        for node in code.on_line()
-        if isinstance(node, ast.Subscript)
-        for part in (node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice])
-    )
+    return any(index_key(part) in names for part in _index_parts(code))
 
 
 def index_key(node: ast.AST) -> str | None:

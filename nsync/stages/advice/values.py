@@ -6,8 +6,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Set as AbstractSet
 
-from nsync.stages.advice.code import _Code, takes_sizes
-from nsync.stages.advice.flow import bindings_in, scalars_in
+from nsync.stages.advice.code import _Code, index_parts, takes_sizes
+from nsync.stages.advice.flow import bindings_in, grown, scalars_in
 
 
 def _bindings(code: _Code) -> dict[str, ast.expr]:
@@ -46,8 +46,7 @@ def _parameter_as_size(code: _Code) -> bool:
     function = code.function
     if function is None:
         return False
-    arguments = function.args
-    given = {a.arg: a.annotation for a in arguments.posonlyargs + arguments.args + arguments.kwonlyargs}
+    given = _annotations(function)
     parameters = {n for n, note in given.items() if n not in ("self", "cls") and getattr(note, "id", "") != "int"}
     parameters -= set(_bindings(code))
     calls = [n for n in code.on_line() if isinstance(n, ast.Call)]
@@ -62,6 +61,12 @@ def _parameter_as_size(code: _Code) -> bool:
     )
 
 
+def _annotations(function: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, ast.expr | None]:
+    """Each parameter's annotation (None where it has none)."""
+    arguments = function.args
+    return {a.arg: a.annotation for a in arguments.posonlyargs + arguments.args + arguments.kwonlyargs}
+
+
 def _cpu_tensor_into_slice(code: _Code) -> bool:
     """Whether the line assigns a CPU tensor into a slice of a tensor (``image[..., i:j] = v``, ``v: torch.Tensor``
     a parameter, or a name bound to ``.cpu()``): the syncing line then copies it to the GPU."""
@@ -71,14 +76,13 @@ def _cpu_tensor_into_slice(code: _Code) -> bool:
     target, value = statement.targets[0], statement.value
     if not (isinstance(target, ast.Subscript) and isinstance(value, ast.Name)):
         return False
-    parts = target.slice.elts if isinstance(target.slice, ast.Tuple) else [target.slice]
-    if not all(isinstance(p, ast.Slice) or (isinstance(p, ast.Constant) and p.value is Ellipsis) for p in parts):
+    if not all(
+        isinstance(p, ast.Slice) or (isinstance(p, ast.Constant) and p.value is Ellipsis) for p in index_parts(target)
+    ):
         return False
     function = code.function
     if function is not None:
-        arguments = function.args
-        annotations = {a.arg: a.annotation for a in arguments.posonlyargs + arguments.args + arguments.kwonlyargs}
-        annotation = annotations.get(value.id)
+        annotation = _annotations(function).get(value.id)
         if annotation is not None:
             return getattr(annotation, "attr", getattr(annotation, "id", "")) == "Tensor"
     made = _bindings(code).get(value.id)
@@ -101,12 +105,8 @@ def _python_number_into_tensor(code: _Code) -> bool:
             for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
                 if isinstance(target, ast.Name):
                     values.setdefault(target.id, []).append(node.value)
-    numbers: set[str] = set()
-    while True:  # a fixed point: a name is a number when all its values are numbers or such names
-        found = {n for n, vs in values.items() if all(_python_number(v, numbers | {n}) for v in vs)} - numbers
-        if not found:
-            break
-        numbers |= found
+    # a name is a number when all its values are numbers, itself (``i += 1``) or other such names
+    numbers = grown(values, lambda name, made, numbers: all(_python_number(v, numbers | {name}) for v in made))
     return statement.value.id in numbers
 
 
