@@ -480,3 +480,34 @@ def test_every_rewrite_of_a_corpus_line_parses_and_none_contradicts_its_label(na
             lines[advice.setup_line - 1 : advice.setup_line - 1] = advice.setup.splitlines()
         ast.parse("\n".join(lines))
     assert written > 0
+
+
+def test_a_labelling_sheet_keeps_only_new_lines_and_never_shows_nsync_s_answer(tmp_path: Path) -> None:
+    """scripts/label_sheet.py as a subprocess on a harvest built by construction: two lines an earlier set holds
+    (one by file and line, one by file and code at a moved line), a harvest program's own line, a program that
+    failed, and one new line whose harvest-time answer must not reach the sheet, so labels stay blind."""
+    import json
+    import subprocess
+    import sys
+
+    known = json.loads((Path(__file__).parent.parent / "fixtures/syncs/held-out-7.json").read_text())["lines"][:2]
+    new = {"file": "lib/new.py", "line": 3, "function": "f", "code": "if t:", "pattern": "ANSWER-AT-HARVEST",
+           "count": 2, "context": "def f(t):\n    if t:\n        pass\n", "context_line": 2}  # fmt: skip
+    harvest = {
+        "p": [
+            dict(known[0], count=1),
+            dict(known[1], line=known[1]["line"] + 40, count=1),
+            new,
+            {**new, "file": "scripts/h200/held_out_8.py", "code": "x.item()"},
+        ],
+        "broken": {"error": "RuntimeError: no GPU"},
+    }
+    (tmp_path / "harvest.json").write_text(json.dumps(harvest))
+    script = Path(__file__).parent.parent / "scripts/label_sheet.py"
+    done = subprocess.run([sys.executable, str(script), str(tmp_path / "harvest.json"), "held-out-9"],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    lines = json.loads(done.stdout)["lines"]
+    kept = [(line["file"], line["line"], line["pattern"], line["syncs"]) for line in lines]
+    assert kept == [("lib/new.py", 3, "", 2)]
+    assert "ANSWER-AT-HARVEST" not in done.stdout
+    assert "left out: {'earlier set': 2, 'harvest script': 1, 'program failed': 1}" in done.stderr
