@@ -1,11 +1,11 @@
 """A held-out set's labelling sheet from a harvest (issue 43): only the lines no corpus holds yet, without nsync's
 answer, so that each is labelled by hand before it is scored.
 
-    python scripts/label_sheet.py harvest.json held-out-8 > sheet.json
+    python scripts/label_sheet.py harvest.json > sheet.json
 
 harvest.json is what scripts/h200/harvest-syncs.py writes on the GPU. A line is left out when an earlier set
 (fixtures/syncs/*.json) holds its file and line, or its file and code, and when it is one of the harvest
-programs' own lines (scripts/h200/). Each line of the sheet has the corpus's fields with "pattern" empty; the
+programs' own lines (any file outside site-packages: scripts/h200/'s harvest_each.py too). Each line of the sheet has the corpus's fields with "pattern" empty; the
 harvest's own "pattern" field (nsync's answer at harvest time) is dropped here, never shown. Counts go to stderr.
 """
 
@@ -27,7 +27,12 @@ def _known() -> tuple[set, set]:
     return at, said
 
 
-def sheet(harvest: dict, set_name: str) -> tuple[list[dict], dict[str, int]]:
+def _harvest_own(file: str) -> bool:
+    """The harvest's where() keeps a library's file from its package on, and any other file as it was given."""
+    return Path(file).is_absolute() or Path(file).parts[0] == "scripts"
+
+
+def sheet(harvest: dict) -> tuple[list[dict], dict[str, int]]:
     """The new lines, in the harvest's order, and how many were left out and why."""
     at, said = _known()
     lines, left_out, seen = [], {"earlier set": 0, "harvest script": 0, "program failed": 0}, set()
@@ -37,7 +42,7 @@ def sheet(harvest: dict, set_name: str) -> tuple[list[dict], dict[str, int]]:
             continue
         for entry in found:
             key = (entry["file"], entry["line"])
-            if entry["file"].startswith("scripts/") or "held_out_" in entry["file"]:
+            if _harvest_own(entry["file"]):
                 left_out["harvest script"] += 1
             elif key in at or (entry["file"], entry["code"].strip()) in said or key in seen:
                 left_out["earlier set"] += 1
@@ -51,7 +56,7 @@ def sheet(harvest: dict, set_name: str) -> tuple[list[dict], dict[str, int]]:
 
 
 def main() -> None:
-    lines, left_out = sheet(json.loads(Path(sys.argv[1]).read_text()), sys.argv[2])
+    lines, left_out = sheet(json.loads(Path(sys.argv[1]).read_text()))
     print(json.dumps({"lines": lines}, indent=1))
     print(f"{len(lines)} new lines; left out: {left_out}", file=sys.stderr)
 

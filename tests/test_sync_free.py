@@ -498,13 +498,13 @@ def test_a_labelling_sheet_keeps_only_new_lines_and_never_shows_nsync_s_answer(t
             dict(known[0], count=1),
             dict(known[1], line=known[1]["line"] + 40, count=1),
             new,
-            {**new, "file": "scripts/h200/held_out_8.py", "code": "x.item()"},
+            {**new, "file": "/root/nsync/scripts/h200/harvest_each.py", "code": "x.item()"},
         ],
         "broken": {"error": "RuntimeError: no GPU"},
     }
     (tmp_path / "harvest.json").write_text(json.dumps(harvest))
     script = Path(__file__).parent.parent / "scripts/label_sheet.py"
-    done = subprocess.run([sys.executable, str(script), str(tmp_path / "harvest.json"), "held-out-9"],
+    done = subprocess.run([sys.executable, str(script), str(tmp_path / "harvest.json")],
                           capture_output=True, text=True, check=True)  # fmt: skip
     lines = json.loads(done.stdout)["lines"]
     kept = [(line["file"], line["line"], line["pattern"], line["syncs"]) for line in lines]

@@ -9,7 +9,6 @@ python3 -m pip install -q --no-deps .whl/*.whl 2>&1 | grep -v WARNING | tail -2
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 timeout 200 python3 scripts/h200/harvest-syncs.py held-out-8 > "$OUT/harvest.log" 2>&1
 echo "harvest rc=$? at $((SECONDS - start)) s"; tail -3 "$OUT/harvest.log" | cut -c1-600
-rm -rf "$OUT/lightning-callbacks"
 WITH_NSYS=1 KEEP_TRACES=0 AB=0 timeout 260 bash scripts/h200/torch-backend.sh fresh/timm_log_line:degraded:30 fresh/pyg_collate:degraded:30
 echo "captures at $((SECONDS - start)) s"
 NSYNC_AB_BLOCKS=20 timeout 100 bash scripts/h200/fresh.sh ab timm_log_line pyg_collate
