@@ -5,8 +5,9 @@ answer, so that each is labelled by hand before it is scored.
 
 harvest.json is what scripts/h200/harvest-syncs.py writes on the GPU. A line is left out when an earlier set
 (fixtures/syncs/*.json) holds its file and line, or its file and code, and when it is one of the harvest
-programs' own lines (any file outside site-packages: scripts/h200/'s harvest_each.py too). Each line of the sheet has the corpus's fields with "pattern" empty; the
-harvest's own "pattern" field (nsync's answer at harvest time) is dropped here, never shown. Counts go to stderr.
+programs' own lines (any file outside site-packages: scripts/h200/'s harvest_each.py too). Each line of the
+sheet has the corpus's fields with "pattern" empty; the harvest's own "pattern" field (nsync's answer at harvest
+time) is dropped here, never shown. Counts go to stderr.
 """
 
 from __future__ import annotations

@@ -9,14 +9,19 @@ start=$SECONDS
 left() { echo $((${ONE_CALL_S:-575} - (SECONDS - start))); }
 python3 -m pip install -q --no-deps .whl/*.whl 2>&1 | grep -v WARNING | tail -2
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-WITH_NSYS=1 KEEP_TRACES=0 AB=0 timeout 260 bash scripts/h200/torch-backend.sh fresh/timm_log_line:degraded:30 fresh/pyg_collate:degraded:30
+WITH_NSYS=1 KEEP_TRACES=0 AB=0 timeout 260 bash scripts/h200/torch-backend.sh \
+  fresh/timm_log_line:degraded:30 fresh/pyg_collate:degraded:30
 echo "captures at $((SECONDS - start)) s"
 NSYNC_AB_BLOCKS=20 timeout 100 bash scripts/h200/fresh.sh ab timm_log_line pyg_collate
 FRESH_DIR=fixtures/real NSYNC_AB_BLOCKS=20 timeout 60 bash scripts/h200/fresh.sh ab hf_trainer  # its truth here
 cp /tmp/ab-*.log "$OUT/" 2>/dev/null
 echo "ab at $((SECONDS - start)) s"
-[ "$(left)" -gt 60 ] && timeout "$(left)" python3 scripts/h200/harvest-syncs.py held-out-8 > "$OUT/harvest.log" 2>&1
-echo "harvest rc=$? at $((SECONDS - start)) s"; tail -3 "$OUT/harvest.log" | cut -c1-600
-[ "$(left)" -gt 60 ] && timeout "$(left)" python3 scripts/h200/check-rewrites.py held-out-8 > "$OUT/rewrites.log" 2>&1
-echo "rewrites rc=$? at $((SECONDS - start)) s"; tail -25 "$OUT/rewrites.log"
+in_time_left() {  # NAME LINES SCRIPT: SCRIPT held-out-8 in the time left (a minute at least); its log's last LINES
+  local s; s=$(left)
+  if [ "$s" -le 60 ]; then echo "$1 not started: $s s left"; return; fi
+  timeout "$s" python3 "scripts/h200/$3" held-out-8 > "$OUT/$1.log" 2>&1
+  echo "$1 rc=$? at $((SECONDS - start)) s"; tail -"$2" "$OUT/$1.log" | cut -c1-600
+}
+in_time_left harvest 3 harvest-syncs.py
+in_time_left rewrites 25 check-rewrites.py
 rm -rf "$OUT/lightning-callbacks"; ls -la "$OUT"
