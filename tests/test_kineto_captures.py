@@ -112,6 +112,13 @@ def helper():
     a = torch.ones(3).item()
     b = torch.ones(3).item()
     return a + b
+
+def report(x, y):
+    if x.any():
+        print(
+            f"x {x.sum().item()} "
+            f"y {y.sum().item()}"
+        )
 """
 
 
@@ -133,6 +140,8 @@ def helper():
             [4, 40, 11],
         ),
         ([Frame("helper", "prog.py", 13)], ["item"], [13]),
+        # one statement's reads over two lines (a log line): its first read's line, as nsys's statement site
+        ([Frame("report", "prog.py", 18)], ["item"], [21]),
     ],
 )
 def test_frames_are_placed_on_the_one_line_that_calls_inward(tmp_path, frames, via, lines) -> None:

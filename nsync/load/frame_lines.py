@@ -2,8 +2,9 @@
 (``train.py(12): step``, the function's first line), never by the line it was on when it called further in, which
 is the line nsys's backtraces give and the line a fix is written at. Here that line is found in the frame's
 function, in the source: the one line whose call names the frame's callee (the C function inside it, such as
-``.item()``, or the next Python frame in, through wrappers). Where no single line does, the frame keeps its
-function's first line."""
+``.item()``, or the next Python frame in, through wrappers), or one statement's first such line (a log line of
+five ``.item()`` reads over three lines, as nsys's statement sites have it). Where neither holds, the frame keeps
+its function's first line."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ _SCOPE_OF = {"<lambda>": ast.Lambda, "<genexpr>": ast.GeneratorExp, "<listcomp>"
 _READS = ("float", "int", "bool")
 
 Calls = dict[str, list[int]]  # callee name -> the scope's lines that call it (sorted, distinct)
+Spans = list[tuple[int, int]]  # the first and last lines of each of the scope's own statements
 
 
 def c_function(name: str) -> str | None:
@@ -39,7 +41,7 @@ class FrameLines:
 
     def __init__(self, search: list[Path]) -> None:
         self._search = search
-        self._scopes: dict[tuple[str, str, int], tuple[Calls, list[int]] | None] = {}
+        self._scopes: dict[tuple[str, str, int], tuple[Calls, list[int], Spans] | None] = {}
         self.unread: set[str] = set()  # the program's own files named by frames and not readable here
         self.read: set[str] = set()
 
@@ -60,20 +62,20 @@ class FrameLines:
         scope = self._scope(frame)
         if scope is None:
             return None
-        calls, reads = scope
+        calls, reads, spans = scope
         for name in callees:
             lines = calls.get(name)
             if lines:
-                return lines[0] if len(lines) == 1 else None
-        return reads[0] if innermost and len(reads) == 1 else None
+                return lines[0] if _one_statement(lines, spans) else None
+        return reads[0] if innermost and reads and _one_statement(reads, spans) else None
 
-    def _scope(self, frame: Frame) -> tuple[Calls, list[int]] | None:
+    def _scope(self, frame: Frame) -> tuple[Calls, list[int], Spans] | None:
         key = (frame.file, frame.function, frame.line)
         if key not in self._scopes:
             self._scopes[key] = self._read_scope(frame)
         return self._scopes[key]
 
-    def _read_scope(self, frame: Frame) -> tuple[Calls, list[int]] | None:
+    def _read_scope(self, frame: Frame) -> tuple[Calls, list[int], Spans] | None:
         text = self._text(frame.file)
         if text is None:
             return None
@@ -130,12 +132,26 @@ def _end(node: ast.AST) -> int:
     return end if end is not None else _start(node)
 
 
-def _calls_in(scope: ast.AST) -> tuple[Calls, list[int]]:
+def _one_statement(lines: list[int], spans: Spans) -> bool:
+    """Whether the lines all lie in one statement: the innermost of the scope's statements holding each."""
+
+    def holding(line: int) -> tuple[int, int] | None:
+        return min((s for s in spans if s[0] <= line <= s[1]), key=lambda s: s[1] - s[0], default=None)
+
+    innermost = {holding(line) for line in lines}
+    return len(lines) == 1 or (len(innermost) == 1 and None not in innermost)
+
+
+def _calls_in(scope: ast.AST) -> tuple[Calls, list[int], Spans]:
     """The lines of the scope's own code (not of the functions or generator expressions it defines) that call
-    each name, and those that read a tensor without a C call: an index list or mask, float()/int()/bool()."""
+    each name, those that read a tensor without a C call (an index list or mask, float()/int()/bool()), and
+    the spans of its statements."""
     calls: dict[str, set[int]] = {}
     reads: set[int] = set()
+    spans: Spans = []
     for node in _own_nodes(scope):
+        if isinstance(node, ast.stmt):
+            spans.append((node.lineno, _end(node)))
         if isinstance(node, ast.Call):
             name = _callee(node.func)
             if name:
@@ -148,7 +164,7 @@ def _calls_in(scope: ast.AST) -> tuple[Calls, list[int]]:
             name = next((n for n, kind in _SCOPE_OF.items() if isinstance(node, kind)), None)
             if name:  # a comprehension's own frame (Python < 3.12) or a generator expression's
                 calls.setdefault(name, set()).add(node.lineno)
-    return {name: sorted(lines) for name, lines in calls.items()}, sorted(reads)
+    return {name: sorted(lines) for name, lines in calls.items()}, sorted(reads), spans
 
 
 def _own_nodes(scope: ast.AST) -> Iterator[ast.AST]:
