@@ -96,6 +96,17 @@ def test_a_quote_left_unescaped_inside_a_name_is_read_as_part_of_it(tmp_path: Pa
     assert "2 quotes" in warning.message
 
 
+def test_a_name_holding_a_quoted_list_is_read_whole(tmp_path: Path) -> None:
+    """A Python frame named by source text (pytorch #113001): ``", "`` inside the name reads as a key."""
+    name = 'lib = Library("_test", "IMPL")(1): <module>'
+    path = tmp_path / "listed.json"
+    event = {"ph": "X", "cat": "python_function", "name": "NAME", "ts": 1.0, "dur": 2.0, "pid": 1, "tid": 1}
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": [event, {**event, "name": "next"}]}))
+    path.write_text(path.read_text().replace('"NAME"', f'"{name}"'))
+    decoded, repaired = _decoded(path)
+    assert [e.name for e in decoded.traceEvents] == [name, "next"] and repaired == 4
+
+
 SOURCE = """import torch
 
 def log(values):

@@ -190,13 +190,20 @@ def _decode(raw: bytes, path: Path) -> tuple[_File | None, str]:
 
 
 def _stray_quote(raw: bytes, error: str) -> int | None:
-    """Where a string ended too early (``"name": "a "b" c"``, as some Kineto builds write a name holding a quote):
-    the quote just before the byte the decoder stopped at, when it stopped wanting a ``,`` or ``}`` there."""
+    """Where a string ended too early (``"name": "a "b" c"``, as Kineto writes a name holding a quote: kineto
+    #1459): the quote just before the byte the decoder stopped at, when it stopped wanting a ``,`` or ``}``
+    there. Where it wanted a ``:``, the name held ``", "`` (source text: ``Library("x", "IMPL")``) and what it
+    read as a key is the name's too: the quote before that ``, `` is the stray one."""
     found = _AT_BYTE.search(error)
-    if found is None or "expected ','" not in error:
+    if found is None or not ("expected ','" in error or "expected ':'" in error):
         return None
-    at = int(found[1])
-    before = raw[:at].rstrip()
+    before = raw[: int(found[1])].rstrip()
+    if "expected ':'" in error:  # before ends with the key's closing quote: go back past the key and its comma
+        key_open = before.rfind(b'"', 0, len(before) - 1)
+        comma = raw[:key_open].rstrip()
+        if key_open < 0 or not comma.endswith(b","):
+            return None
+        before = comma[:-1].rstrip()
     return len(before) - 1 if before.endswith(b'"') and not before.endswith(b'\\"') else None
 
 
