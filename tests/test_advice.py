@@ -825,6 +825,13 @@ def test_a_factory_tensor_made_on_the_host_and_moved_is_made_on_the_device(
     assert advice.rewrite == f"    {rewritten}"
 
 
+def test_a_factory_tensor_moved_to_what_may_be_a_tensor_is_not_rewritten(tmp_path: Path) -> None:
+    """``.to(attn_mask)`` takes a tensor's dtype and device, or a device: ``device=attn_mask`` broke XLNet's call on
+    the H100 (held-out-8's rewrite check, 2026-12-07), and the name does not say which it is."""
+    program = "import torch\ndef f(qlen, attn_mask):\n    m = -torch.eye(qlen).to(attn_mask)\n    return m\n"
+    assert _advice(tmp_path, program, 3).rewrite is None
+
+
 def test_a_cast_of_a_factory_tensor_made_on_the_device_is_no_copy(tmp_path: Path) -> None:
     program = "import torch\ndef f(d):\n    z = torch.zeros(3, device=d).to(torch.float16)\n    return z\n"
     assert _advice(tmp_path, program, 3).rewrite is None

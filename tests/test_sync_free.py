@@ -368,20 +368,22 @@ def test_the_seventh_held_out_set_scored_once_after_the_sixth_was_tuned_on_then_
     assert _accuracy("held-out-7.json", tmp_path) == 1.0
 
 
-def test_held_out_7_s_rewrites_run_on_the_gpu_and_the_two_that_broke_a_call_no_longer_written(
+def test_held_out_7_s_rewrites_run_on_the_gpu_and_the_four_that_broke_a_call_no_longer_written(
     tmp_path: Path,
 ) -> None:
     """Measured on the H100 before held-out-7 was scored: 39 rewrites written, no program failed, 38 left no sync
     at their lines. Longformer's two ``assert list(x.size()) == [b, n, s]`` (``n`` a GPU value), rewritten to
     ``torch._assert_async`` of a Python bool, raised a TypeError that the program's call runner passed over (the
-    first still synced; the lines after it did not run). nsync no longer rewrites them; each other rewrite is the
-    one it writes now."""
+    first still synced; the lines after it did not run). timm Adafactor's two ``torch.zeros(...).to(grad)``,
+    rewritten with ``device=grad`` (a tensor: a TypeError, as XLNet's ``.to(attn_mask)`` broke in held-out-8's
+    check), left no sync because their lines no longer ran. nsync no longer rewrites these four; each other rewrite
+    is the one it writes now."""
     checked = _checked_on_the_gpu()["held_out_7"]
     assert all(not p["error_after"] for p in checked["programs"].values())
     assert len(checked["rewrites"]) == 39 and all(r["applied"] for r in checked["rewrites"])
     longformer = "transformers/models/longformer/modeling_longformer.py"
     assert {(r["file"], r["line"]) for r in checked["rewrites"] if r["syncs_left"]} == {(longformer, 1005)}
-    broke = {(longformer, 1005), (longformer, 1043)}
+    broke = {(longformer, 1005), (longformer, 1043), ("timm/optim/adafactor.py", 166), ("timm/optim/adafactor.py", 167)}
     corpus = {(line["file"], line["line"]): advice for line, advice in _corpus("held-out-7.json", tmp_path)}
     compared = 0
     for rewrite in checked["rewrites"]:
@@ -395,7 +397,7 @@ def test_held_out_7_s_rewrites_run_on_the_gpu_and_the_two_that_broke_a_call_no_l
             assert [t.strip() for t in (advice.rewrite or "").splitlines()] == [
                 t.strip() for t in rewrite["rewrite"].splitlines()
             ], rewrite["line"]
-    assert compared >= 15  # (the others are lines of earlier sets)
+    assert compared >= 14  # (the others are lines of earlier sets)
 
 
 def test_held_out_5_s_rewrites_written_into_the_libraries_left_no_sync_and_are_the_ones_nsync_writes(

@@ -108,7 +108,7 @@ def _made_on_the_device(code: _Code) -> _Edit:
         one = node.args[0] if len(node.args) == 1 and not node.keywords else None
         if move == "type_as" and one is not None:
             where = f"dtype={code.text(one)}.dtype, device={code.text(one)}.device"
-        elif move == "to" and one is not None and not _a_dtype(one):
+        elif move == "to" and one is not None and _a_device(one):
             where = f"device={code.text(one)}"
         elif move == "cuda" and not node.args and not node.keywords:
             where = 'device="cuda"'
@@ -129,6 +129,17 @@ def _made_with(code: _Code, factory: ast.AST, where: str) -> str:
     """A factory call's text with ``where`` (``device=d``) added to its arguments."""
     inside = code.text(factory)[:-1].rstrip()
     return f"{inside}{'' if inside.endswith('(') else ', '}{where})"
+
+
+def _a_device(node: ast.expr) -> bool:
+    """Whether a ``.to()`` argument is evidently a device (``"cuda"``, ``x.device``, ``torch.device(...)``, a name
+    saying so: ``dev``, ``self.gpu``, ``local_rank``), not a tensor whose dtype ``.to(t)`` takes too."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str | int) and not isinstance(node.value, bool)
+    if isinstance(node, ast.Call):
+        node = node.func
+    name = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
+    return name == "d" or any(word in name.lower() for word in ("dev", "cuda", "gpu", "rank"))
 
 
 def _a_dtype(node: ast.expr) -> bool:
