@@ -142,13 +142,6 @@ def _a_device(node: ast.expr) -> bool:
     return name == "d" or any(word in name.lower() for word in ("dev", "cuda", "gpu", "rank"))
 
 
-def _a_dtype(node: ast.expr) -> bool:
-    """Whether a ``.to()`` argument names a dtype (``torch.float16``, ``x.dtype``): a cast, not a copy."""
-    return isinstance(node, ast.Attribute) and (
-        node.attr == "dtype" or (isinstance(node.value, ast.Name) and node.value.id == "torch")
-    )
-
-
 def _pinned(code: _Code, call: ast.Call) -> str:
     """``torch.tensor(values, ..., device=d)`` as a copy from pinned memory (torch.as_tensor has no pin_memory:
     torch.tensor copies the Python values the same way; a bare ``tensor`` imported from torch stays bare)."""
