@@ -1,11 +1,20 @@
 #!/usr/bin/env bash
-# Issue 44's captures in one device call (devices come rarely and leave 30 s after a call): timm_log_line,
-# pyg_collate and hf_trainer captured both ways (nsys and torch.profiler, the same commands), torch.profiler's
-# traces kept (hf_trainer's backends disagree; its trace says why). Their truth was timed unprofiled on the
-# H100 on 2026-12-07 (fixtures/kineto/h100/ab-timings.log). ${ONE_CALL_S:-520} s in all.
+# The next device call for issues 44 and 43 (devices come rarely and leave 30 s after a call):
+# 1. pyg_collate under torch.profiler (15 steps, no calibration run), and where Kineto's JSON is invalid, what
+#    surrounds the byte the decoder names ($OUT/pyg-context.txt): is it a name holding `", "` (pytorch #113001)?
+# 2. held-out-8's rewrites checked again with the rewriter that no longer passes a tensor as a device.
+# Its form of 2026-12-07 (git log) captured timm_log_line, pyg_collate and hf_trainer both ways.
 # Carry .whl (held-out.sh says which wheels) and .libdw (env.sh).
 set -u
 python3 -m pip install -q --no-deps .whl/*.whl 2>&1 | grep -v WARNING | tail -2
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-WITH_NSYS=1 AB=0 TORCH_BACKEND_S=$((${ONE_CALL_S:-520} - 40)) bash scripts/h200/torch-backend.sh \
-  fresh/pyg_collate:degraded:30 fresh/timm_log_line:degraded:30 real/hf_trainer:degraded
+export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
+(cd fixtures/fresh && timeout 240 python3 -m nsync profile --backend torch --no-calibrate -o "$OUT/p" --name pyg \
+  pyg_collate.py degraded 15 > "$OUT/pyg.log" 2>&1)
+echo "pyg rc=$?"; tail -3 "$OUT/pyg.log"
+at=$(grep -o 'byte [0-9]*' "$OUT/pyg.log" | grep -o '[0-9]*' | head -1)
+[ -n "$at" ] && python3 scripts/h200/json-context.py "$OUT/p/pyg.pt.trace.json.gz" "$at" > "$OUT/pyg-context.txt"
+rm -rf "$OUT/p"
+timeout 280 python3 scripts/h200/check-rewrites.py held-out-8 > "$OUT/rewrites.log" 2>&1
+echo "rewrites rc=$?"; tail -12 "$OUT/rewrites.log" | cut -c1-400
+rm -rf "$OUT/lightning-tuning" "$OUT/lightning-callbacks"; ls -la "$OUT"
