@@ -682,6 +682,8 @@ FUNCTION_TOLD = [
      "copy it after the loop"),
     ("def f(b, d, n):\n    m = float(((b + 1).log() * d).sum()) / n\n    return m\n", 2, "value read",
      "keep the value on the GPU"),  # the math of .log(), not a logging call
+    ("def f(d, x, p):\n    v = float((d.logcdf(x) - p).sum())\n    return v\n", 2, "value read",
+     "keep the value on the GPU"),  # a distribution's logcdf (botorch, held-out-8), not a logging call
     ("def f(labels):\n    if labels.ne(0).logical_and(labels.ne(1)).any().item():\n        return 1\n", 2,
      "control flow on a GPU value", "decide on the GPU (torch.where)"),
     ("def f(self, val):\n    self.top = val if self.top.to(val.device) < val else self.top\n", 2,

@@ -34,9 +34,11 @@ _READ = (
     "keep the value on the GPU (accumulate it there) and read it every N steps or after the loop (read once a step, "
     "it still syncs once a step); several reads: torch.stack them and copy once"
 )
-# a logging call (``log(...)``, ``self.log_dict(...)``), not the math of ``x.log()``, ``torch.log``, ``logsumexp``...
+# a logging call (``log(...)``, ``self.log_dict(...)``), not the math of ``x.log()``, ``torch.log``, ``logsumexp``,
+# a distribution's ``logcdf``...
 _LOG_CALL = (
-    r"(?<!torch\.)\blog(?!ical_|sumexp|_?softmax|1p|2\b|10\b|addexp|det|cumsumexp|it\b|_prob|_normal|sigmoid)\w*"
+    r"(?<!torch\.)\blog(?!ical_|sumexp|_?softmax|1p|2\b|10\b|addexp|det|cumsumexp|it\b|_prob|_normal|sigmoid"
+    r"|cdf|pdf|pmf|sf\b|gamma|space)\w*"
     r"\s*\((?!\s*\))"
 )
 # a factory's tensor made on the host (no device=) and moved: ``torch.zeros(1).to(d)``, ``torch.eye(c).type_as(x)``
