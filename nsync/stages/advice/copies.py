@@ -133,7 +133,7 @@ def _made_with(code: _Code, factory: ast.AST, where: str) -> str:
 
 def _a_device(node: ast.expr) -> bool:
     """Whether a ``.to()`` argument is evidently a device (``"cuda"``, ``x.device``, ``torch.device(...)``, a name
-    saying so: ``dev``, ``self.gpu``, ``local_rank``), not a tensor whose dtype ``.to(t)`` takes too."""
+    saying so: ``d``, ``dev``, ``self.gpu``, ``local_rank``), not a tensor whose dtype ``.to(t)`` takes too."""
     if isinstance(node, ast.Constant):
         return isinstance(node.value, str | int) and not isinstance(node.value, bool)
     if isinstance(node, ast.Call):
