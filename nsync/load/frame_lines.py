@@ -134,12 +134,14 @@ def _end(node: ast.AST) -> int:
 
 def _one_statement(lines: list[int], spans: Spans) -> bool:
     """Whether the lines all lie in one statement: the innermost of the scope's statements holding each."""
+    if len(lines) == 1:
+        return True
 
     def holding(line: int) -> tuple[int, int] | None:
         return min((s for s in spans if s[0] <= line <= s[1]), key=lambda s: s[1] - s[0], default=None)
 
     innermost = {holding(line) for line in lines}
-    return len(lines) == 1 or (len(innermost) == 1 and None not in innermost)
+    return len(innermost) == 1 and None not in innermost
 
 
 def _calls_in(scope: ast.AST) -> tuple[Calls, list[int], Spans]:
