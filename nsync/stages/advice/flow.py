@@ -27,13 +27,22 @@ def bindings_in(scope: ast.AST) -> dict[str, ast.expr]:
     return {target.id: node.value for node in assigns for target in node.targets if isinstance(target, ast.Name)}
 
 
+# calls whose result is indexed to one element by this many constant subscripts (``torch.where(m)[0][-1]``: a
+# tuple of 1-D tensors; ``counts.cumsum(0)[-1]``)
+_INDEXED_TO_ONE = {"where": 2, "nonzero": 2, "argwhere": 2, "sort": 2, "topk": 2, "cumsum": 1, "argsort": 1,
+                   "searchsorted": 1}  # fmt: skip
+
+
 def gpu_scalar(value: ast.AST, scalars: AbstractSet[str]) -> bool:
     """Whether ``value`` is a one-element GPU tensor: a whole reduction (``x.sum(dim=1).max()``,
-    ``torch.max(x)``), arithmetic on one, or a name in ``scalars``."""
+    ``torch.max(x)``), one element of an index tensor (``torch.where(m)[0][-1]``), arithmetic on one, or a name in
+    ``scalars``."""
     if isinstance(value, ast.Name):
         return value.id in scalars
     if isinstance(value, ast.BinOp):
         return gpu_scalar(value.left, scalars) or gpu_scalar(value.right, scalars)
+    if isinstance(value, ast.Subscript):
+        return _element_of_index(value)
     if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in _REDUCTIONS):
         return False
     receiver = value.func.value
@@ -42,6 +51,27 @@ def gpu_scalar(value: ast.AST, scalars: AbstractSet[str]) -> bool:
     by_torch = isinstance(receiver, ast.Name) and receiver.id == "torch"
     has_dim = any(k.arg in ("dim", "axis") for k in value.keywords) or len(value.args) > int(by_torch)
     return not has_dim
+
+
+def _element_of_index(value: ast.Subscript) -> bool:
+    """Whether ``value`` takes one element of an index tensor by constant subscripts (``torch.where(m)[0][-1]``)."""
+    depth: int = 0
+    node: ast.expr = value
+    while isinstance(node, ast.Subscript) and _constant_int(node.slice):
+        depth, node = depth + 1, node.value
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+        return False
+    receiver = node.func.value
+    if isinstance(receiver, ast.Name) and receiver.id in _NOT_TENSORS:  # ``np.where(m)[0][-1]``: the host's
+        return False
+    return depth == _INDEXED_TO_ONE.get(node.func.attr)
+
+
+def _constant_int(node: ast.expr) -> bool:
+    """``0``, ``-1``: an integer constant, negated or not."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        node = node.operand
+    return isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool)
 
 
 @lru_cache(maxsize=4096)  # (scope and tree hash by identity: one parse of a file serves all its call sites)

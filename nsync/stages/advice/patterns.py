@@ -23,9 +23,10 @@ class Pattern(NamedTuple):
 # A line whose text fits none is read in its function (_from_function).
 # a call's parentheses with no top-level comma (commas inside brackets and nested calls allowed)
 _ONE_ARGUMENT = r"\((?:[^(),\[\]]|\[[^\]]*\]|\((?:[^()]|\([^()]*\))*\))*\)"
-# a .to() whose only argument is a dtype (``.to(x.dtype)``, ``.to(torch.float32)``): a cast, not a copy
+# a .to() whose only argument is a dtype (``.to(x.dtype)``, ``.to(torch.float32)``, ``.to(result_dtype)``): a cast,
+# not a copy
 _NOT_A_DTYPE = (
-    r"(?!\s*(?:dtype\s*=\s*)?(?:[\w.]*\.dtype|dtype|torch\.(?:u?int\d*|float\d*|half|bfloat16|double|long|bool"
+    r"(?!\s*(?:dtype\s*=\s*)?(?:[\w.]*\.dtype|\w*dtype|torch\.(?:u?int\d*|float\d*|half|bfloat16|double|long|bool"
     r"|complex\d*))\s*\))"
 )
 
@@ -112,10 +113,12 @@ PATTERNS: list[Pattern] = [
     Pattern(
         "host-to-device copy of a Python value",
         "false",
-        # torch.tensor(...), a bare tensor(...) (``from torch import tensor``), or torch.zeros(1).to(d)
-        # (a device= may come in unpacked keywords: ``torch.tensor(0.0, **tkwargs)``)
+        # torch.tensor(...), a bare tensor(...) (``from torch import tensor``), torch.zeros(1).to(d), or a tensor's
+        # new_tensor([...]) (made where the tensor is); a device= may come in unpacked keywords
+        # (``torch.tensor(0.0, **tkwargs)``)
         re.compile(
-            r"(?:\btorch\.|(?<![.\w]))(tensor|as_tensor)\s*\((.*device|.*\*\*\w|[^()]*\)\.to\s*\()|" + _MADE_THEN_MOVED
+            r"(?:\btorch\.|(?<![.\w]))(tensor|as_tensor)\s*\((.*device|.*\*\*\w|[^()]*\)\.to\s*\()|"
+            r"\.new_tensor\s*\(|" + _MADE_THEN_MOVED
         ),
         _BUILD_ONCE,
         "build the tensor once",
@@ -180,6 +183,14 @@ PATTERNS: list[Pattern] = [
         re.compile(r"\.(cpu|numpy)\s*\(|\btorch\.save\s*\(|\bpickle\.dumps?\s*\("),  # they copy CUDA tensors
         _TO_HOST,
         "copy it after the loop",
+    ),
+    Pattern(
+        "copy between host and device",
+        "false",
+        re.compile(r"\bload_state_dict\s*\("),  # each tensor of the state copied into the module's, from the host
+        "a state loaded copies each of its tensors into the module's: load it once, outside the loop, and a "
+        "checkpoint read straight to the GPU (torch.load(..., map_location=device)) copies nothing from the host",
+        "load the state once",
     ),
     Pattern(
         "Python builtin on tensors",

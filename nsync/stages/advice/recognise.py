@@ -6,31 +6,21 @@ from __future__ import annotations
 import ast
 from collections.abc import Set as AbstractSet
 
-from nsync.stages.advice.code import _Code, _names_in, index_parts
+from nsync.stages.advice.code import _HOST_BUILTINS, _Code, _names_in
 from nsync.stages.advice.copies import _host_factory
 from nsync.stages.advice.flow import grown
+from nsync.stages.advice.indices import _index_parts, _list_of_lists_index, _matched_index, _named_literal_index
 from nsync.stages.advice.patterns import INDEX, Pattern, entry
 from nsync.stages.advice.values import (
+    _annotations,
     _bindings,
     _cpu_tensor_into_slice,
     _gpu_value_as_size,
+    _host_tensor_into_slice,
     _parameter_as_size,
     _python_number_into_tensor,
     _truth_taken,
 )
-
-
-def _literal_index(node: ast.AST) -> bool:
-    return (
-        isinstance(node, (ast.Tuple, ast.List))
-        and bool(node.elts)
-        and all(
-            (isinstance(e, ast.Constant) and isinstance(e.value, int) and not isinstance(e.value, bool))
-            or (isinstance(e, ast.UnaryOp) and isinstance(e.operand, ast.Constant))
-            for e in node.elts
-        )
-    )
-
 
 # what a function tells that a line's text cannot, where the text's entry would advise wrongly
 GPU_SIZE = Pattern(
@@ -40,6 +30,14 @@ GPU_SIZE = Pattern(
     "a GPU value given as a size or a slice's bound is read to the host each time: use a bound the host knows "
     "(the largest it can be) and mask the rest on the GPU, or read it once for many steps",
     "use a bound the host knows",
+)
+MATCHED_ON_THE_HOST = Pattern(
+    "copy between host and device",
+    "false",
+    None,
+    "a matcher's indices made on the host (linear_sum_assignment) are copied to the GPU each time they index, and "
+    "the host waits: move them to the GPU once, where the matcher returns them, and index the whole batch at once",
+    "move the indices to the GPU once",
 )
 CPU_INTO_SLICE = Pattern(
     "copy between host and device",
@@ -59,22 +57,20 @@ def _from_function(code: _Code) -> Pattern | None:
     value taken by ``and``/``or``/``not``."""
     checks = [
         (_named_literal_index, entry(INDEX)),
+        (_list_of_lists_index, entry(INDEX)),
         (_mask_named_index, entry("dynamic shape (a mask or nonzero)")),
         (_applies_module_fn, entry("copy between host and device")),
         (_index_made_on_the_host, entry("host-to-device copy of a Python value")),
         (_scalar_tensor_index, entry("value read")),
+        (_matched_index, MATCHED_ON_THE_HOST),
         (_gpu_value_as_size, GPU_SIZE),
         (_parameter_as_size, GPU_SIZE),
         (_cpu_tensor_into_slice, CPU_INTO_SLICE),
         (_python_number_into_tensor, entry("host-to-device copy of a Python value")),
+        (_host_tensor_into_slice, entry("host-to-device copy of a Python value")),
         (_truth_taken, entry("control flow on a GPU value")),
     ]
     return next((pattern for check, pattern in checks if check(code)), None)
-
-
-def _index_parts(code: _Code) -> list[ast.expr]:
-    """The indices of the line's subscripts, a tuple index's parts each."""
-    return [part for node in code.on_line() if isinstance(node, ast.Subscript) for part in index_parts(node)]
 
 
 def _index_made_on_the_host(code: _Code) -> bool:
@@ -117,7 +113,8 @@ _BOOLEAN_CALLS = {
 
 def _boolean(node: ast.AST, masks: AbstractSet[str] = frozenset()) -> bool:
     """Whether an expression makes a boolean tensor: a comparison, a negation or a bitwise mix of them, a
-    call that returns one (``torch.isnan``, ``x.eq(y)``, ``.bool()``), a name in ``masks`` or a part of one."""
+    call that returns one (``torch.isnan``, ``x.eq(y)``, ``.bool()``, ``torch.tensor(m, dtype=torch.bool)``), a name
+    in ``masks`` or a part of one."""
     if isinstance(node, ast.Compare):
         return True
     if isinstance(node, ast.Name):
@@ -130,7 +127,10 @@ def _boolean(node: ast.AST, masks: AbstractSet[str] = frozenset()) -> bool:
         return _boolean(node.operand, masks)
     if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.BitAnd, ast.BitOr, ast.BitXor)):
         return _boolean(node.left, masks) or _boolean(node.right, masks)
-    return isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) in _BOOLEAN_CALLS
+    if not isinstance(node, ast.Call):
+        return False
+    boolean_dtype = any(k.arg == "dtype" and getattr(k.value, "attr", "") == "bool" for k in node.keywords)
+    return boolean_dtype or getattr(node.func, "attr", getattr(node.func, "id", "")) in _BOOLEAN_CALLS
 
 
 # calls that give a tensor of one element: an index by it is read to the host (``x[best]``)
@@ -141,12 +141,15 @@ _SIZES = {"size", "tolist", "item", "numel", "dim", "keys", "items", "values", "
 
 def _scalar_tensor_index(code: _Code) -> bool:
     """Whether the line indexes with a 0-dim GPU tensor, which PyTorch reads to the host: a name bound to an
-    ``argmax``/``argmin`` of a whole tensor (no ``dim``, or of a flattened one), or ``name[0]`` of a name bound
-    to a tensor expression (``groups = counts.cumsum(0) - 1`` then ``x[groups[0]]``)."""
+    ``argmax``/``argmin`` of a whole tensor (no ``dim``, or of a flattened one) or to one element of what a
+    function gives for tensors (``idx = _lexargmax(rows)[0]``), or ``name[0]`` of a name bound to a tensor
+    expression (``groups = counts.cumsum(0) - 1`` then ``x[groups[0]]``)."""
     bound = _bindings(code)
     extremes = _extreme_indices(code)
     for part in _index_parts(code):
-        if isinstance(part, ast.Name) and (_whole_arg(bound.get(part.id)) or part.id in extremes):
+        if isinstance(part, ast.Name) and (
+            _whole_arg(bound.get(part.id)) or part.id in extremes or _element_of_result(bound.get(part.id), code)
+        ):
             return True
         if (
             isinstance(part, ast.Subscript)
@@ -172,6 +175,36 @@ def _extreme_indices(code: _Code) -> set[str]:
         and isinstance(node.value, ast.Call)
         and getattr(node.value.func, "attr", "") in ("max", "min")
     }
+
+
+def _element_of_result(value: ast.expr | None, code: _Code) -> bool:
+    """Whether ``value`` is one element (``[0]``) of what a function of the program gives for a tensor
+    (``_lexargmax(rows)[0]``, ``rows`` a tensor in the function): not a builtin's (``sorted(xs)[0]``)."""
+    if not (isinstance(value, ast.Subscript) and isinstance(value.slice, ast.Constant)):
+        return False
+    call = value.value
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)) or call.func.id in _HOST_BUILTINS:
+        return False
+    tensors = _tensor_names(code)
+    return isinstance(value.slice.value, int) and any(_names_in(arg) & tensors for arg in call.args)
+
+
+def _tensor_names(code: _Code) -> frozenset[str]:
+    """The names the line's function binds to tensors: parameters annotated ``Tensor``, names bound to a tensor
+    expression (``torch.vstack(...).T``), or to a part of such a name (``rows = table[table[:, 1] > 0]``)."""
+    bound = _bindings(code)
+    annotated = set() if code.function is None else {
+        name for name, note in _annotations(code.function).items()
+        if getattr(note, "attr", getattr(note, "id", "")) == "Tensor"
+    }  # fmt: skip
+    return grown(
+        bound,
+        lambda _name, value, found: (
+            _tensor_expression(value)
+            or (isinstance(value, ast.Subscript) and isinstance(value.value, ast.Name) and value.value.id in found)
+        ),
+        annotated,
+    )
 
 
 def _whole_arg(value: ast.expr | None) -> bool:
@@ -211,89 +244,3 @@ def _applies_module_fn(code: _Code) -> bool:
         )
         for node in code.on_line()
     )
-
-
-def _named_literal_index(code: _Code) -> bool:
-    """Whether the line indexes with a name or ``self`` attribute bound to a tuple or list of integers."""
-    names = _literal_names(code)
-    return any(index_key(part) in names for part in _index_parts(code))
-
-
-def index_key(node: ast.AST) -> str | None:
-    """What names an index that may hold a literal: ``COLS``, or ``self.cols`` (set in the class)."""
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
-        return f"self.{node.attr}"
-    return None
-
-
-def _kind_of(part: ast.AST, names: dict[str, str]) -> str:
-    key = index_key(part)
-    if key is not None:
-        return names.get(key, "list")
-    return "tuple" if isinstance(part, ast.Tuple) else "list"
-
-
-def _literal_kind(value: ast.AST, found: dict[str, str]) -> str | None:
-    """tuple|list where ``value`` is a literal index, a name bound to one, or a conditional choosing between
-    such (``COLS if healthy else (0, 2)``); None otherwise."""
-    if _literal_index(value):
-        return "tuple" if isinstance(value, ast.Tuple) else "list"
-    key = index_key(value)
-    if key is not None:
-        return found.get(key)
-    if isinstance(value, ast.IfExp):
-        return _literal_kind(value.body, found) or _literal_kind(value.orelse, found)
-    if isinstance(value, ast.ListComp) or (
-        isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in ("list", "sorted")
-    ):
-        return "list"  # a list built at run time: indexing with it copies it to the GPU
-    return None
-
-
-def _annotated_kind(annotation: ast.expr | None) -> str | None:
-    """tuple|list where a parameter is annotated a sequence of ints (``permutation: list[int]``)."""
-    if not (isinstance(annotation, ast.Subscript) and "int" in _names_in(annotation.slice)):
-        return None
-    container = getattr(annotation.value, "attr", getattr(annotation.value, "id", ""))
-    kinds = {"list": "list", "List": "list", "Sequence": "list", "tuple": "tuple", "Tuple": "tuple"}
-    return kinds.get(container)
-
-
-def _literal_names(code: _Code) -> dict[str, str]:
-    """Names and ``self`` attributes bound to a tuple or list of integers (tuple|list), where the line can see
-    them: at the top level, in its function (its parameters' defaults too), and anywhere in its class (its
-    body's names and the ``self.X =`` of its methods), through conditional assignments and other such names."""
-    found: dict[str, str] = {}
-    function = code.function
-    scopes: list[ast.AST] = [code.tree] + ([function] if function else [])
-    for scope in scopes:
-        for node in getattr(scope, "body", []):
-            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-                kind = _literal_kind(node.value, found)
-                if kind:
-                    found[node.targets[0].id] = kind
-            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):  # ``kept: List[int] = []``
-                kind = _annotated_kind(node.annotation)
-                if kind:
-                    found[node.target.id] = kind
-    if function is not None:
-        arguments = function.args
-        positional = arguments.posonlyargs + arguments.args
-        pairs = list(zip(positional[len(positional) - len(arguments.defaults) :], arguments.defaults))
-        pairs += [(a, d) for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults) if d is not None]
-        found.update({a.arg: kind for a, d in pairs if (kind := _literal_kind(d, found))})
-        annotated = positional + arguments.kwonlyargs
-        found.update({a.arg: kind for a in annotated if (kind := _annotated_kind(a.annotation))})
-    owner = next((node for node in reversed(code.chain) if isinstance(node, ast.ClassDef)), None)
-    if owner is not None:
-        for node in ast.walk(owner):
-            if isinstance(node, ast.Assign) and len(node.targets) == 1:
-                target = node.targets[0]
-                in_body = isinstance(target, ast.Name) and node in owner.body
-                key = f"self.{target.id}" if isinstance(target, ast.Name) and in_body else index_key(target)
-                kind = _literal_kind(node.value, found)
-                if key and key.startswith("self.") and kind:
-                    found[key] = kind
-    return found

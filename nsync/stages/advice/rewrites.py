@@ -13,9 +13,9 @@ from nsync.stages.advice.code import (
 )
 from nsync.stages.advice.copies import _host_to_device, _pageable
 from nsync.stages.advice.edit import _Edit
+from nsync.stages.advice.indices import _kind_of, _literal_index, _literal_names, index_key
 from nsync.stages.advice.patterns import PRINT
 from nsync.stages.advice.reads import _print, _value_read
-from nsync.stages.advice.recognise import _kind_of, _literal_index, _literal_names, index_key
 
 
 def _index(code: _Code) -> _Edit:

@@ -89,6 +89,22 @@ def _cpu_tensor_into_slice(code: _Code) -> bool:
     return isinstance(made, ast.Call) and getattr(made.func, "attr", "") in ("cpu", "from_numpy")
 
 
+def _host_tensor_into_slice(code: _Code) -> bool:
+    """Whether the line assigns a tensor it makes on the host from Python values into a tensor
+    (``quantiles[i, :] = torch.tensor([...])``, no device named): it is copied to the GPU, and the host waits."""
+    statement = code.statement
+    if not (isinstance(statement, ast.Assign) and isinstance(statement.targets[0], ast.Subscript)):
+        return False
+    made = statement.value
+    if not isinstance(made, ast.Call):
+        return False
+    func = made.func
+    by_torch = isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "torch"
+    bare = isinstance(func, ast.Name)  # ``from torch import tensor``
+    named = getattr(func, "attr", getattr(func, "id", "")) in ("tensor", "as_tensor")
+    return named and (by_torch or bare) and not any(k.arg in ("device", None) for k in made.keywords)
+
+
 def _python_number_into_tensor(code: _Code) -> bool:
     """Whether the line assigns a name holding a Python number into a tensor (``cluster[source] = i``, with ``i = 0``
     and ``i += 1``, ``i += int(n)`` its bindings): the number is copied to the GPU, and the host waits."""
