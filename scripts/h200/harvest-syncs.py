@@ -7,7 +7,7 @@ PyTorch itself: the library's own line where the library syncs. Writes $OUT/harv
 distinct line with its file (from the package's folder on), function, source, count, nsync's pattern, and the
 function that holds it as written ('context', with the line's number in it: 'context_line'), which lets the
 classifier read the line in its function. Run from the repository root: python scripts/h200/harvest-syncs.py
-[tuning] [held-out] [held-out-2] ... [held-out-8] [PROGRAM...] (default: the tuning set's programs)
+[tuning] [held-out] [held-out-2] ... [held-out-9] [PROGRAM...] (default: the tuning set's programs)
 """
 
 import json
@@ -870,10 +870,11 @@ from held_out_5 import HELD_OUT_5  # noqa: E402 -- the fifth set's and later set
 from held_out_6 import HELD_OUT_6  # noqa: E402
 from held_out_7 import HELD_OUT_7  # noqa: E402
 from held_out_8 import HELD_OUT_8  # noqa: E402
+from held_out_9 import HELD_OUT_9  # noqa: E402
 
 SETS = {"tuning": PROGRAMS, "held-out": HELD_OUT, "held-out-2": HELD_OUT_2, "held-out-3": HELD_OUT_3,
         "held-out-4": HELD_OUT_4, "held-out-5": HELD_OUT_5, "held-out-6": HELD_OUT_6,
-        "held-out-7": HELD_OUT_7, "held-out-8": HELD_OUT_8}  # fmt: skip
+        "held-out-7": HELD_OUT_7, "held-out-8": HELD_OUT_8, "held-out-9": HELD_OUT_9}  # fmt: skip
 ALL = [program for programs in SETS.values() for program in programs]
 
 
