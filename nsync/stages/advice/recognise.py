@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Set as AbstractSet
 
-from nsync.stages.advice.code import _HOST_BUILTINS, _Code, _names_in
+from nsync.stages.advice.code import _HOST_BUILTINS, _Code, _names_in, index_parts
 from nsync.stages.advice.copies import _host_factory
 from nsync.stages.advice.flow import grown
 from nsync.stages.advice.indices import _index_parts, _list_of_lists_index, _matched_index, _named_literal_index
@@ -77,6 +77,24 @@ def _index_made_on_the_host(code: _Code) -> bool:
     """Whether the line indexes with a factory's tensor made without a device (``x[:, torch.arange(n)]``): it is
     made on the host and copied to the GPU."""
     return any(_host_factory(part) for part in _index_parts(code))
+
+
+_MADE = {"tensor", "as_tensor", "full_like", "zeros_like", "ones_like"}
+
+
+def tensor_assigned_through_a_mask(code: _Code) -> bool:
+    """Whether the line's statement assigns a tensor it makes into a tensor through a boolean mask
+    (``temp[mask1] = torch.tensor(c, device=d)``): the mask syncs (its nonzero), and pinning the value leaves it
+    (torchaudio's overdrive on the H100). Not a Python number (``x[mask] = 0.0``): PyTorch fills through the mask
+    there, and the number's copy is the sync."""
+    statement = code.statement
+    if not (isinstance(statement, ast.Assign) and isinstance(statement.targets[0], ast.Subscript)):
+        return False
+    made = statement.value
+    if not (isinstance(made, ast.Call) and getattr(made.func, "attr", getattr(made.func, "id", "")) in _MADE):
+        return False
+    masks = grown(_bindings(code), lambda _name, value, masks: _boolean(value, masks))
+    return any(_boolean(part, masks) for part in index_parts(statement.targets[0]))
 
 
 def _mask_named_index(code: _Code) -> bool:
