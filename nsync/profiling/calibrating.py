@@ -17,12 +17,16 @@ from nsync.settings import setting
 from nsync.words import counted
 
 Say = Callable[[str], None]
+# the fewest steps after the warm-up that a capture from there holds (the analysis leaves out its first)
+MIN_WINDOW_STEPS = 5
 
 
 def calibrated(
-    command: Sequence[str], capture: CaptureOptions, options: ProfileOptions, tell: Say
+    command: Sequence[str], capture: CaptureOptions, options: ProfileOptions, tell: Say, whole_if_short: bool = True
 ) -> tuple[CaptureOptions, Calibration | None]:
-    """The calibration runs (where asked), and the capture as they show it can be made."""
+    """The calibration runs (where asked), and the capture as they show it can be made (``whole_if_short``: a
+    program that ends inside its window captured whole, else from its warm-up's end, where it makes enough
+    steps)."""
     target = beside(capture.base.with_suffix(".sqlite"))
     target.unlink(missing_ok=True)  # a calibration left from an earlier capture must not pass for this one's
     if not options.calibrate:
@@ -36,7 +40,7 @@ def calibrated(
     if run is None:
         return capture, None
     _stop_where_nothing_runs(run, capture.window)
-    capture = _after_calibration(capture, run, tell)
+    capture = _after_calibration(capture, run, tell, whole_if_short)
     more = _more_runs(run.calibration, options.calibration_runs, command, capture, target, tell)
     return capture, _kept(more, target, tell)
 
@@ -55,16 +59,24 @@ def _stop_where_nothing_runs(run: CalibrationRun, window: CaptureWindow | None) 
         raise NoCudaUsed(no_cuda_said(window, which) if run.window.no_cuda else no_torch_said(which))
 
 
-def _after_calibration(options: CaptureOptions, run: CalibrationRun, tell: Say) -> CaptureOptions:
+def _after_calibration(options: CaptureOptions, run: CalibrationRun, tell: Say, whole_if_short: bool) -> CaptureOptions:
     """The capture as the calibration run shows it can be: the whole run of a program that ends before its
-    window does; and how long it should take."""
+    window does (unless ``whole_if_short`` is off and it makes MIN_WINDOW_STEPS after its warm-up: then those
+    steps); and how long it should take."""
     window, seen = options.window, run.window
     if window is not None and seen is not None and not seen.complete(window):
-        tell(
+        ended = (
             f"the program ended on its own after {counted(seen.optimizer_steps, 'optimizer step')} in "
-            f"{run.wall_s:.1f} s, before the window's {window.warmup_steps + window.steps}: capturing its whole run"
+            f"{run.wall_s:.1f} s, before the window's {window.warmup_steps + window.steps}: "
         )
-        return replace(options, window=None)
+        if whole_if_short or seen.optimizer_steps < window.warmup_steps + MIN_WINDOW_STEPS:
+            tell(ended + "capturing its whole run")
+            return replace(options, window=None)
+        tell(
+            ended + f"capturing its steps {window.warmup_steps + 1}-{seen.optimizer_steps} (its whole run under "
+            "torch.profiler would hold every Python call of its start-up)"
+        )
+        return options
     ended = " (ended after the window)" if seen is not None and seen.ended_program else ""
     tell(
         f"calibration run: {run.wall_s:.1f} s{ended}; the capture should take about {1.1 * run.wall_s + 3:.0f}-"
