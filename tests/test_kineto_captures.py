@@ -133,6 +133,19 @@ def report(x, y):
 """
 
 
+SCRIPT = """import sys
+steps = int(sys.argv[1])
+total = 0.0
+for step in range(steps):
+    x = torch.rand(4, device="cuda")
+    loss = x.sum()
+    loss.backward()
+    optimizer.step()
+    total += float(loss)
+print(float(total))
+"""
+
+
 @pytest.mark.parametrize(
     ("frames", "via", "lines"),
     [
@@ -153,9 +166,15 @@ def report(x, y):
         ([Frame("helper", "prog.py", 13)], ["item"], [13]),
         # one statement's reads over two lines (a log line): its first read's line, as nsys's statement site
         ([Frame("report", "prog.py", 18)], ["item"], [21]),
+        # a script's <module> frame, named by the line where the profiler started (the step's optimizer.step()),
+        # reading with float() and no C function seen: the one read of that loop (pyg_collate's float(loss))
+        ([Frame("<module>", "script.py", 8)], [None], [9]),
+        # one started outside any loop: no single read, its line kept
+        ([Frame("<module>", "script.py", 2)], [None], [2]),
     ],
 )
 def test_frames_are_placed_on_the_one_line_that_calls_inward(tmp_path, frames, via, lines) -> None:
     (tmp_path / "prog.py").write_text(SOURCE)
+    (tmp_path / "script.py").write_text(SCRIPT)
     placed = FrameLines([tmp_path]).placed(frames, via)
     assert [f.line for f in placed] == lines

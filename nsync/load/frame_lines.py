@@ -28,6 +28,7 @@ _READS = ("float", "int", "bool")
 
 Calls = dict[str, list[int]]  # callee name -> the scope's lines that call it (sorted, distinct)
 Spans = list[tuple[int, int]]  # the first and last lines of each of the scope's own statements
+Scope = tuple[Calls, list[int], Spans, Spans]  # calls, reads, statements, loops
 
 
 def c_function(name: str) -> str | None:
@@ -41,7 +42,7 @@ class FrameLines:
 
     def __init__(self, search: list[Path]) -> None:
         self._search = search
-        self._scopes: dict[tuple[str, str, int], tuple[Calls, list[int], Spans] | None] = {}
+        self._scopes: dict[tuple[str, str, int], Scope | None] = {}
         self.unread: set[str] = set()  # the program's own files named by frames and not readable here
         self.read: set[str] = set()
 
@@ -62,20 +63,24 @@ class FrameLines:
         scope = self._scope(frame)
         if scope is None:
             return None
-        calls, reads, spans = scope
+        calls, reads, spans, loops = scope
         for name in callees:
             lines = calls.get(name)
             if lines:
                 return lines[0] if _one_statement(lines, spans) else None
-        return reads[0] if innermost and reads and _one_statement(reads, spans) else None
+        if not (innermost and reads):
+            return None
+        if not _one_statement(reads, spans):  # the reads of the loop the frame was in when the profiler started
+            reads = _in_loop_at(frame.line, reads, loops)  # (a ``<module>`` frame's line: a step's ``float(loss)``)
+        return reads[0] if reads and _one_statement(reads, spans) else None
 
-    def _scope(self, frame: Frame) -> tuple[Calls, list[int], Spans] | None:
+    def _scope(self, frame: Frame) -> Scope | None:
         key = (frame.file, frame.function, frame.line)
         if key not in self._scopes:
             self._scopes[key] = self._read_scope(frame)
         return self._scopes[key]
 
-    def _read_scope(self, frame: Frame) -> tuple[Calls, list[int], Spans] | None:
+    def _read_scope(self, frame: Frame) -> Scope | None:
         text = self._text(frame.file)
         if text is None:
             return None
@@ -144,16 +149,25 @@ def _one_statement(lines: list[int], spans: Spans) -> bool:
     return len(innermost) == 1 and None not in innermost
 
 
-def _calls_in(scope: ast.AST) -> tuple[Calls, list[int], Spans]:
+def _in_loop_at(line: int, reads: list[int], loops: Spans) -> list[int]:
+    """The ``reads`` inside the innermost loop holding ``line`` (none where no loop holds it)."""
+    loop = min((s for s in loops if s[0] <= line <= s[1]), key=lambda s: s[1] - s[0], default=None)
+    return [] if loop is None else [r for r in reads if loop[0] <= r <= loop[1]]
+
+
+def _calls_in(scope: ast.AST) -> Scope:
     """The lines of the scope's own code (not of the functions or generator expressions it defines) that call
     each name, those that read a tensor without a C call (an index list or mask, float()/int()/bool()), and
-    the spans of its statements."""
+    the spans of its statements and of its loops."""
     calls: dict[str, set[int]] = {}
     reads: set[int] = set()
     spans: Spans = []
+    loops: Spans = []
     for node in _own_nodes(scope):
         if isinstance(node, ast.stmt):
             spans.append((node.lineno, _end(node)))
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
+            loops.append((node.lineno, _end(node)))
         if isinstance(node, ast.Call):
             name = _callee(node.func)
             if name:
@@ -166,7 +180,7 @@ def _calls_in(scope: ast.AST) -> tuple[Calls, list[int], Spans]:
             name = next((n for n, kind in _SCOPE_OF.items() if isinstance(node, kind)), None)
             if name:  # a comprehension's own frame (Python < 3.12) or a generator expression's
                 calls.setdefault(name, set()).add(node.lineno)
-    return {name: sorted(lines) for name, lines in calls.items()}, sorted(reads), spans
+    return {name: sorted(lines) for name, lines in calls.items()}, sorted(reads), spans, loops
 
 
 def _own_nodes(scope: ast.AST) -> Iterator[ast.AST]:
