@@ -9,7 +9,13 @@ from collections.abc import Set as AbstractSet
 from nsync.stages.advice.code import _HOST_BUILTINS, _Code, _names_in, index_parts
 from nsync.stages.advice.copies import _host_factory
 from nsync.stages.advice.flow import grown
-from nsync.stages.advice.indices import _index_parts, _list_of_lists_index, _matched_index, _named_literal_index
+from nsync.stages.advice.indices import (
+    _annotated_tensor,
+    _index_parts,
+    _list_of_lists_index,
+    _matched_index,
+    _named_literal_index,
+)
 from nsync.stages.advice.patterns import INDEX, Pattern, entry
 from nsync.stages.advice.values import (
     _annotations,
@@ -211,10 +217,8 @@ def _tensor_names(code: _Code) -> frozenset[str]:
     """The names the line's function binds to tensors: parameters annotated ``Tensor``, names bound to a tensor
     expression (``torch.vstack(...).T``), or to a part of such a name (``rows = table[table[:, 1] > 0]``)."""
     bound = _bindings(code)
-    annotated = set() if code.function is None else {
-        name for name, note in _annotations(code.function).items()
-        if getattr(note, "attr", getattr(note, "id", "")) == "Tensor"
-    }  # fmt: skip
+    notes = {} if code.function is None else _annotations(code.function)
+    annotated = {name for name, note in notes.items() if _annotated_tensor(note)}
     return grown(
         bound,
         lambda _name, value, found: (
