@@ -137,21 +137,22 @@ def _end(node: ast.AST) -> int:
     return end if end is not None else _start(node)
 
 
+def _innermost(spans: Spans, line: int) -> tuple[int, int] | None:
+    """The shortest of ``spans`` holding ``line``."""
+    return min((s for s in spans if s[0] <= line <= s[1]), key=lambda s: s[1] - s[0], default=None)
+
+
 def _one_statement(lines: list[int], spans: Spans) -> bool:
     """Whether the lines all lie in one statement: the innermost of the scope's statements holding each."""
     if len(lines) == 1:
         return True
-
-    def holding(line: int) -> tuple[int, int] | None:
-        return min((s for s in spans if s[0] <= line <= s[1]), key=lambda s: s[1] - s[0], default=None)
-
-    innermost = {holding(line) for line in lines}
+    innermost = {_innermost(spans, line) for line in lines}
     return len(innermost) == 1 and None not in innermost
 
 
 def _in_loop_at(line: int, reads: list[int], loops: Spans) -> list[int]:
     """The ``reads`` inside the innermost loop holding ``line`` (none where no loop holds it)."""
-    loop = min((s for s in loops if s[0] <= line <= s[1]), key=lambda s: s[1] - s[0], default=None)
+    loop = _innermost(loops, line)
     return [] if loop is None else [r for r in reads if loop[0] <= r <= loop[1]]
 
 

@@ -28,9 +28,9 @@ def _torch_call(node: ast.AST, *names: str) -> bool:
     )
 
 
-def _copies_to_device(code: _Code, nodes: list[ast.AST]) -> list[ast.Call]:
-    """The ``torch.tensor(..., device=)`` calls among ``nodes`` (``tensor(...)`` too, where the file imports it
-    from torch)."""
+def tensor_calls(code: _Code, nodes: list[ast.AST]) -> list[ast.Call]:
+    """The ``torch.tensor(...)`` / ``torch.as_tensor(...)`` calls among ``nodes`` (``tensor(...)`` too, where the
+    file imports it from torch)."""
     bare = {
         alias.asname or alias.name
         for node in code.tree.body
@@ -38,13 +38,17 @@ def _copies_to_device(code: _Code, nodes: list[ast.AST]) -> list[ast.Call]:
         for alias in node.names
         if alias.name == "tensor"
     }
-    calls = [
+    return [
         n
         for n in nodes
         if isinstance(n, ast.Call)
         and (_torch_call(n, "tensor", "as_tensor") or (isinstance(n.func, ast.Name) and n.func.id in bare))
     ]
-    return [call for call in calls if any(k.arg == "device" for k in call.keywords)]
+
+
+def _copies_to_device(code: _Code, nodes: list[ast.AST]) -> list[ast.Call]:
+    """The ``torch.tensor(..., device=)`` calls among ``nodes``."""
+    return [call for call in tensor_calls(code, nodes) if any(k.arg == "device" for k in call.keywords)]
 
 
 def _host_to_device(code: _Code) -> _Edit:

@@ -7,7 +7,7 @@ import ast
 from collections.abc import Set as AbstractSet
 
 from nsync.stages.advice.code import _HOST_BUILTINS, _Code, _names_in, index_parts
-from nsync.stages.advice.copies import _host_factory
+from nsync.stages.advice.copies import _host_factory, tensor_calls
 from nsync.stages.advice.flow import grown
 from nsync.stages.advice.indices import (
     _annotated_tensor,
@@ -85,9 +85,6 @@ def _index_made_on_the_host(code: _Code) -> bool:
     return any(_host_factory(part) for part in _index_parts(code))
 
 
-_MADE = {"tensor", "as_tensor", "full_like", "zeros_like", "ones_like"}
-
-
 def tensor_assigned_through_a_mask(code: _Code) -> bool:
     """Whether the line's statement assigns a tensor it makes into a tensor through a boolean mask
     (``temp[mask1] = torch.tensor(c, device=d)``): the mask syncs (its nonzero), and pinning the value leaves it
@@ -96,17 +93,22 @@ def tensor_assigned_through_a_mask(code: _Code) -> bool:
     statement = code.statement
     if not (isinstance(statement, ast.Assign) and isinstance(statement.targets[0], ast.Subscript)):
         return False
-    made = statement.value
-    if not (isinstance(made, ast.Call) and getattr(made.func, "attr", getattr(made.func, "id", "")) in _MADE):
+    if not tensor_calls(code, [statement.value]):
         return False
-    masks = grown(_bindings(code), lambda _name, value, masks: _boolean(value, masks))
+    masks = _masks(code)
     return any(_boolean(part, masks) for part in index_parts(statement.targets[0]))
+
+
+def _masks(code: _Code) -> frozenset[str]:
+    """The names the line's function binds to boolean expressions, or to mixes of such names
+    (``cond = cond_a & cond_b``)."""
+    return grown(_bindings(code), lambda _name, value, masks: _boolean(value, masks))
 
 
 def _mask_named_index(code: _Code) -> bool:
     """Whether the line indexes with a name its function binds to a boolean expression (or its negation,
     ``x[~keep]``), through names bound to mixes of such names (``cond = cond_a & cond_b``)."""
-    masks = grown(_bindings(code), lambda _name, value, masks: _boolean(value, masks))
+    masks = _masks(code)
     return any(_boolean(part, masks) for part in _index_parts(code))
 
 

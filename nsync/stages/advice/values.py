@@ -7,6 +7,7 @@ import ast
 from collections.abc import Set as AbstractSet
 
 from nsync.stages.advice.code import _Code, index_parts, takes_sizes
+from nsync.stages.advice.copies import tensor_calls
 from nsync.stages.advice.flow import bindings_in, grown, scalars_in
 
 
@@ -95,14 +96,9 @@ def _host_tensor_into_slice(code: _Code) -> bool:
     statement = code.statement
     if not (isinstance(statement, ast.Assign) and isinstance(statement.targets[0], ast.Subscript)):
         return False
-    made = statement.value
-    if not isinstance(made, ast.Call):
-        return False
-    func = made.func
-    by_torch = isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "torch"
-    bare = isinstance(func, ast.Name)  # ``from torch import tensor``
-    named = getattr(func, "attr", getattr(func, "id", "")) in ("tensor", "as_tensor")
-    return named and (by_torch or bare) and not any(k.arg in ("device", None) for k in made.keywords)
+    return any(
+        not any(k.arg in ("device", None) for k in made.keywords) for made in tensor_calls(code, [statement.value])
+    )
 
 
 def _python_number_into_tensor(code: _Code) -> bool:
