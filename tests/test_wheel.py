@@ -82,6 +82,8 @@ def test_the_wheel_carries_the_package_templates_and_license() -> None:
         "nsync/templates/report.html.j2",
         "nsync/templates/diff.html.j2",
         "nsync/nsys/inject/sitecustomize.py",
+        "nsync/nsys/inject/_nsync_window.py",
+        "nsync/nsys/inject/_nsync_kineto.py",
         "nsync/templates/charts.js.j2",
         "nsync/render/vendor/plotly-basic.min.js.gz",
         "nsync/render/vendor/LICENSE.plotly.js.txt",
