@@ -52,15 +52,23 @@ class Calibration:
         medians, steps = self.run_medians_ns.get(source, ()), self.intervals_ns.get(source)
         if len(medians) < 2 or steps is None or not len(steps):
             return 1.0
-        lengths = self.run_lengths.get(source, ())
-        if sum(lengths) == len(steps):
-            runs = [_whole_steps(run, per_step) for run in np.split(steps, np.cumsum(lengths)[:-1])]
+        runs = self._runs(source)
+        if len(runs) > 1:
+            runs = [_whole_steps(run, per_step) for run in runs]
             medians = tuple(float(np.median(run)) for run in runs if len(run))
             steps = np.concatenate(runs)
         if len(medians) < 2 or not len(steps):
             return 1.0
         pooled = float(np.median(steps))
         return max(max(medians) / pooled, pooled / min(medians), 1.0)
+
+    def _runs(self, source: str) -> list[np.ndarray]:
+        """The intervals of ``source``, one array per run where the file says where each ends (else one)."""
+        intervals = self.intervals_ns[source]
+        lengths = self.run_lengths.get(source, ())
+        if len(lengths) > 1 and sum(lengths) == len(intervals):
+            return np.split(intervals, np.cumsum(lengths)[:-1])
+        return [intervals]
 
     def of_window(self) -> Calibration:
         """The steps inside the capture window only (a windowed capture holds those alone)."""
@@ -71,13 +79,14 @@ class Calibration:
         """The unprofiled steps of ``source`` after ``warmup`` of them; None when not timed.
 
         The intervals run from one step's start to the next, so interval k is step k: the first
-        ``warmup`` are left out as the analysis leaves out its warm-up steps. A step of ``per_step`` optimizer
-        steps (a GAN's iteration) is the sum of as many successive intervals."""
-        intervals = self.intervals_ns.get(source)
-        if intervals is None:
+        ``warmup`` are left out as the analysis leaves out its warm-up steps, from each run where several are
+        pooled (each whole run starts cold: its first step is several times the rest). A step of ``per_step``
+        optimizer steps (a GAN's iteration) is the sum of as many successive intervals."""
+        if source not in self.intervals_ns:
             return None
-        steps = _whole_steps(intervals, per_step)
-        return steps[warmup:] if len(steps) > warmup else None
+        runs = [_whole_steps(run, per_step) for run in self._runs(source)]
+        kept = [steps[warmup:] for steps in runs if len(steps) > warmup]
+        return np.concatenate(kept) if kept else None
 
 
 def _whole_steps(intervals: np.ndarray, per_step: int) -> np.ndarray:

@@ -233,6 +233,22 @@ def test_calibration_runs_pool_their_steps_keep_each_median_and_give_their_sprea
     assert again.runs == 2 and again.run_medians_ns == both.run_medians_ns
 
 
+def test_pooled_whole_runs_leave_out_each_run_s_warm_up_steps(tmp_path: Path) -> None:
+    """Two whole runs (a program that ends before its window), each a cold 50 ms step and then five of 10 ms:
+    pooled, the steps after one warm-up step are the ten of 10 ms, not the second run's cold step among them (it
+    raised the mean step 40 % and the host scale fitted to it), also once written and read back."""
+    from nsync.calibration import pooled
+
+    ms = 1e6
+    run = Calibration(None, {"marks": np.array([50 * ms] + [10 * ms] * 5)})
+    both = pooled([run, run])
+    assert both.steps_ns("marks", 1).tolist() == [10 * ms] * 10
+    assert both.steps_ns("marks", 6) is None
+    target = tmp_path / "whole.calibration.json"
+    write_calibration(both, target)
+    assert read_calibration(target).steps_ns("marks", 1).tolist() == [10 * ms] * 10
+
+
 def test_the_spread_of_runs_of_a_two_optimizer_loop_compares_whole_iterations(tmp_path: Path) -> None:
     """A GAN's intervals alternate 5 and 10 ms; one run stopped after a generator step (9 intervals), the other
     after a whole iteration (10): their interval medians are 5 and 7.5 ms (a spread of 1.5), their iterations
