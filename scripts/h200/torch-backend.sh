@@ -6,6 +6,7 @@
 # $OUT/torch-backend.tar (calibrations, JSON results, logs), written also when the time is up: the captures get
 # ${TORCH_BACKEND_S:-900} s in all (200 s each at most); one not started for want of time says so. Traces are
 # kept beside it as NAME.pt.trace.json.xz unless KEEP_TRACES=0 (what comes back: 8 files of 16 MiB at most).
+# CALIBRATION_RUNS=N pools N calibration runs; TAR=NAME names the tar (several in one call).
 source "$(dirname "$0")/env.sh"
 cd "$ROOT/fixtures"
 run() {  # DIR OUTNAME BACKEND ARGS...
@@ -14,6 +15,7 @@ run() {  # DIR OUTNAME BACKEND ARGS...
   if [ "$left" -lt 30 ]; then echo "== $out ($backend) not started: $left s left"; return; fi
   [ "$dir" = h200 ] && extra=(--whole-run)
   [ "$backend" = nsys ] && nsys=(--nsys "$NSYS" --no-keep-report)
+  [ -n "${CALIBRATION_RUNS:-}" ] && extra+=(--calibration-runs "$CALIBRATION_RUNS")
   (cd "$dir" && LD_LIBRARY_PATH=$ROOT/.libdw timeout $((left < 200 ? left : 200)) \
     python3 -m nsync profile --backend "$backend" "${nsys[@]}" "${extra[@]}" \
     -o "$OUT/t" --name "$out" --json "$OUT/t/$out.json" "$@" > "$OUT/t/$out.log" 2>&1)
@@ -34,4 +36,4 @@ for trace in "$OUT"/t/*.pt.trace.json.gz; do
   [ "${KEEP_TRACES:-1}" = 1 ] && zcat "$trace" | xz -T0 -6 > "$OUT/$(basename "$trace" .gz).xz"
   rm -f "$trace"
 done
-(cd "$OUT" && tar cf torch-backend.tar t && rm -rf t && ls -la)
+(cd "$OUT" && tar cf "${TAR:-torch-backend}.tar" t && rm -rf t && ls -la)
