@@ -52,9 +52,8 @@ class Calibration:
         medians, steps = self.run_medians_ns.get(source, ()), self.intervals_ns.get(source)
         if len(medians) < 2 or steps is None or not len(steps):
             return 1.0
-        runs = self._runs(source)
+        runs = self._runs(source, per_step)
         if len(runs) > 1:
-            runs = [_whole_steps(run, per_step) for run in runs]
             medians = tuple(float(np.median(run)) for run in runs if len(run))
             steps = np.concatenate(runs)
         if len(medians) < 2 or not len(steps):
@@ -62,13 +61,17 @@ class Calibration:
         pooled = float(np.median(steps))
         return max(max(medians) / pooled, pooled / min(medians), 1.0)
 
-    def _runs(self, source: str) -> list[np.ndarray]:
-        """The intervals of ``source``, one array per run where the file says where each ends (else one)."""
+    def _runs(self, source: str, per_step: int) -> list[np.ndarray]:
+        """The steps of ``source`` (``per_step`` intervals each), one array per run where the file says where each
+        run ends (else one)."""
         intervals = self.intervals_ns[source]
         lengths = self.run_lengths.get(source, ())
-        if len(lengths) > 1 and sum(lengths) == len(intervals):
-            return np.split(intervals, np.cumsum(lengths)[:-1])
-        return [intervals]
+        runs = (
+            np.split(intervals, np.cumsum(lengths)[:-1])
+            if len(lengths) > 1 and sum(lengths) == len(intervals)
+            else [intervals]
+        )
+        return [_whole_steps(run, per_step) for run in runs]
 
     def of_window(self) -> Calibration:
         """The steps inside the capture window only (a windowed capture holds those alone)."""
@@ -84,8 +87,7 @@ class Calibration:
         optimizer steps (a GAN's iteration) is the sum of as many successive intervals."""
         if source not in self.intervals_ns:
             return None
-        runs = [_whole_steps(run, per_step) for run in self._runs(source)]
-        kept = [steps[warmup:] for steps in runs if len(steps) > warmup]
+        kept = [steps[warmup:] for steps in self._runs(source, per_step) if len(steps) > warmup]
         return np.concatenate(kept) if kept else None
 
 
