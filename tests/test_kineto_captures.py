@@ -13,9 +13,8 @@ from pathlib import Path
 import pytest
 
 import nsync
-from nsync.load import Frame, load_trace
+from nsync.load import Frame, kineto_json, load_trace
 from nsync.load.frame_lines import FrameLines
-from nsync.load.kineto import _decoded
 from tests.kineto_writer import api_counts
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -88,7 +87,7 @@ def test_a_quote_left_unescaped_inside_a_name_is_read_as_part_of_it(tmp_path: Pa
     path = tmp_path / "quoted.json"
     text = json.dumps({"schemaVersion": 1, "traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "NAME", "ts": 1.0}]})
     path.write_bytes(text.replace('"NAME"', '"say "hi" now"').encode())
-    decoded, repaired = _decoded(path)
+    decoded, repaired = kineto_json.decoded(path)
     assert repaired == 2 and decoded.traceEvents[0].name == 'say "hi" now'
     gz = tmp_path / "quoted.json.gz"
     gz.write_bytes(gzip.compress(path.read_bytes()))
@@ -103,7 +102,7 @@ def test_a_name_holding_a_quoted_list_is_read_whole(tmp_path: Path) -> None:
     event = {"ph": "X", "cat": "python_function", "name": "NAME", "ts": 1.0, "dur": 2.0, "pid": 1, "tid": 1}
     path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": [event, {**event, "name": "next"}]}))
     path.write_text(path.read_text().replace('"NAME"', f'"{name}"'))
-    decoded, repaired = _decoded(path)
+    decoded, repaired = kineto_json.decoded(path)
     assert [e.name for e in decoded.traceEvents] == [name, "next"] and repaired == 4
 
 

@@ -17,7 +17,7 @@ import pandas as pd
 
 from nsync.errors import TraceError
 from nsync.keys import match_rows, take_matched
-from nsync.load import kineto, readers, rows
+from nsync.load import kineto, kineto_json, readers, rows
 from nsync.load import stacks as stacks_reader
 from nsync.load.budget import plan_window
 from nsync.load.checks import check_columns, check_devices_agree, check_metadata, check_tables_agree
@@ -51,7 +51,7 @@ def load_trace(
     """
     say = progress or (lambda _msg: None)
     require_file(Path(path))
-    if kineto.is_kineto(Path(path)):
+    if kineto_json.is_kineto(Path(path)):
         return kineto.load_kineto(Path(path), say, keep_api, window_s, source_dirs)
     with sqlite_file(Path(path), say) as sqlite_path:
         db = open_export(sqlite_path, name=Path(path))
@@ -132,17 +132,24 @@ def _load(db: ExportDb, say: Progress, keep_api: Callable[[str], bool] | None, w
     trace.warnings.extend(check_tables_agree(db, api, gpu_ops, launched_op))
     trace.warnings.extend(check_devices_agree(trace.sync_activity, gpu_ops))
     trace.warnings.extend(aside.warning() for aside in set_aside)
+    trace.warnings.extend(_frame_warnings(db, trace, frameless))
+    trace.warnings.extend(_damage_warnings(db, unreadable))
+    return trace
+
+
+def _damage_warnings(db: ExportDb, unreadable: int) -> list[Notice]:
+    """What of the export could not be read as written: strings not in UTF-8, Python backtraces past their blob."""
+    notes = []
     if db.text.replaced:
-        trace.warnings.append(
+        notes.append(
             Notice(
                 "not-utf8",
                 f"{db.text.replaced} strings of the export are not valid UTF-8: the bytes that are not show as "
                 "U+FFFD in names.",
             )
         )
-    trace.warnings.extend(_frame_warnings(db, trace, frameless))
     if unreadable:
-        trace.warnings.append(
+        notes.append(
             Notice(
                 "damaged-frames",
                 f"{unreadable} Python backtraces of the export cannot be read (a frame count or an offset past the "
@@ -150,7 +157,7 @@ def _load(db: ExportDb, say: Progress, keep_api: Callable[[str], bool] | None, w
                 "syncs are named by their native backtrace or API.",
             )
         )
-    return trace
+    return notes
 
 
 def _possible(

@@ -18,18 +18,15 @@ event, as nsys's are from its session's start):
 
 from __future__ import annotations
 
-import gzip
 import re
-import zlib
 from collections.abc import Callable
 from pathlib import Path
 
-import msgspec
 import numpy as np
 import pandas as pd
 
-from nsync.errors import TraceError
 from nsync.load.frame_lines import FrameLines
+from nsync.load.kineto_json import Event, decoded
 from nsync.load.kineto_stacks import python_frames, stacks_of_calls
 from nsync.load.model import StackTable, Trace
 from nsync.load.readers import COPY_DIRECTIONS, GPU_OP_KINDS, MEMORY_OF_KIND, PID_MASK, with_launches
@@ -38,61 +35,11 @@ from nsync.notices import Notice
 from nsync.source import search_folders
 
 Progress = Callable[[str], None]
-GZIP_MAGIC = b"\x1f\x8b"
 OPTIMIZER_STEP = re.compile(r"^Optimizer\.step#")
 _COPY_NAME = re.compile(r"^Memcpy (?P<direction>\w+) \((?P<src>[\w ]+) -> (?P<dst>[\w ]+)\)")
 _SET_NAME = re.compile(r"^Memset \((?P<dst>[\w ]+)\)")
-_AT_BYTE = re.compile(r"\(byte (\d+)\)")
-MAX_QUOTE_REPAIRS = 100  # stray quotes escaped before a trace is called damaged
 GPU_CATEGORIES = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
 API_CATEGORIES = ("cuda_runtime", "cuda_driver")
-
-
-class _Args(msgspec.Struct):
-    correlation: int | None = None
-    python_id: int | None = msgspec.field(default=None, name="Python id")
-    python_parent_id: int | None = msgspec.field(default=None, name="Python parent id")
-    device: int | None = None
-    stream: int | None = None
-    bytes: int | None = None
-    name: str | None = None  # a metadata event's: the thread's or process's name
-    # a cuda_sync event's (enable_cuda_sync_events): the awaited event, its record call and the stream it was on
-    wait_on_cuda_event_id: int | None = None
-    wait_on_cuda_event_record_corr_id: int | None = None
-    wait_on_stream: int | None = None
-
-
-class _Event(msgspec.Struct):
-    ph: str = ""
-    cat: str = ""
-    name: str = ""
-    pid: int | str = 0
-    tid: int | str = 0
-    ts: float = 0.0
-    dur: float = 0.0
-    args: _Args | None = None
-
-
-class _Device(msgspec.Struct):
-    id: int = 0
-    name: str = ""
-
-
-class _File(msgspec.Struct):
-    traceEvents: list[_Event]
-    deviceProperties: list[_Device] = []
-    schemaVersion: int | None = None
-
-
-def is_kineto(path: Path) -> bool:
-    """Whether ``path`` holds a Chrome-trace JSON, by its first bytes: a ``{``, or gzip (no nsys export is
-    gzip-compressed: a damaged one is then said by this reader)."""
-    try:
-        with path.open("rb") as handle:
-            head = handle.read(64)
-    except OSError:
-        return False
-    return head.startswith(GZIP_MAGIC) or head.lstrip().startswith(b"{")
 
 
 def load_kineto(
@@ -106,7 +53,7 @@ def load_kineto(
     where else the program's files are looked for (its frames are placed on their lines from them)."""
     say = progress or (lambda _msg: None)
     say("reading the torch.profiler trace")
-    data, repaired = _decoded(path)
+    data, repaired = decoded(path)
     events = data.traceEvents
     say(f"arranging {len(events):,} events")
     by_cat = _indices_by(events, lambda e: e.cat)
@@ -122,6 +69,7 @@ def load_kineto(
     api, gpu_ops, ranges = _in_window(window_s, api, gpu_ops, ranges)
     gpu_ops = with_launches({c: gpu_ops[c].values for c in gpu_ops}, api)[0]
     spans = [frame[c] for frame in (api, gpu_ops) for c in ("start", "end") if len(frame)]
+    devices = data.deviceProperties
     trace = Trace(
         path=path,
         nsys_version=None,
@@ -139,86 +87,27 @@ def load_kineto(
         stack_table=stacks,
         threads=_threads(events, by_cat.get("", [])),
         gpus=pd.DataFrame(
-            {
-                "device_id": [d.id for d in data.deviceProperties],
-                "name": [d.name for d in data.deviceProperties],
-                "uuid": ["" for _ in data.deviceProperties],
-            }
+            {"device_id": [d.id for d in devices], "name": [d.name for d in devices], "uuid": [""] * len(devices)}
         ),
         span_ns=(min(int(s.min()) for s in spans), max(int(s.max()) for s in spans)) if spans else None,
         capture={"profiler": "torch.profiler"},
     )
-    trace.warnings.extend(_warnings(trace, int((~python["is_c"]).sum()), lines))
-    if repaired:
-        trace.warnings.append(
-            Notice(
-                "kineto-trace",
-                f"{repaired} quote{'s' if repaired > 1 else ''} inside this trace's strings were not escaped (a "
-                "torch.profiler export's fault): read as part of the string; names there may be cut",
-            )
-        )
+    trace.warnings.extend(_warnings(trace, int((~python["is_c"]).sum()), lines, repaired))
     return trace
 
 
-def _decoded(path: Path) -> tuple[_File, int]:
-    """The trace's events, and how many stray quotes inside its strings were escaped to read it."""
-    try:
-        raw = path.read_bytes()
-        if raw.startswith(GZIP_MAGIC):
-            raw = gzip.decompress(raw)
-    except (OSError, EOFError, zlib.error, gzip.BadGzipFile) as err:
-        raise TraceError(f"{path}: cannot read the trace ({err})") from err
-    for repaired in range(MAX_QUOTE_REPAIRS + 1):
-        decoded, error = _decode(raw, path)
-        if decoded is not None:
-            return decoded, repaired
-        quote = _stray_quote(raw, error)
-        if quote is None:
-            break
-        raw = raw[:quote] + b"\\" + raw[quote:]
-    raise TraceError(f"{path}: not valid JSON ({error})")
-
-
-def _decode(raw: bytes, path: Path) -> tuple[_File | None, str]:
-    """The decoded trace, or None and the decoder's words where the JSON is malformed."""
-    try:
-        return msgspec.json.decode(raw, type=_File), ""
-    except msgspec.ValidationError as err:
-        raise TraceError(f"{path}: not a torch.profiler trace nsync can read ({err})") from err
-    except msgspec.DecodeError as err:
-        return None, str(err)
-
-
-def _stray_quote(raw: bytes, error: str) -> int | None:
-    """Where a string ended too early (``"name": "a "b" c"``, as Kineto writes a name holding a quote: kineto
-    #1459): the quote just before the byte the decoder stopped at, when it stopped wanting a ``,`` or ``}``
-    there. Where it wanted a ``:``, the name held ``", "`` (source text: ``Library("x", "IMPL")``) and what it
-    read as a key is the name's too: the quote before that ``, `` is the stray one."""
-    found = _AT_BYTE.search(error)
-    if found is None or not ("expected ','" in error or "expected ':'" in error):
-        return None
-    before = raw[: int(found[1])].rstrip()
-    if "expected ':'" in error:  # before ends with the key's closing quote: go back past the key and its comma
-        key_open = before.rfind(b'"', 0, len(before) - 1)
-        comma = raw[:key_open].rstrip()
-        if key_open < 0 or not comma.endswith(b","):
-            return None
-        before = comma[:-1].rstrip()
-    return len(before) - 1 if before.endswith(b'"') and not before.endswith(b'\\"') else None
-
-
-def _indices_by(events: list[_Event], key: Callable[[_Event], str]) -> dict[str, list[int]]:
+def _indices_by(events: list[Event], key: Callable[[Event], str]) -> dict[str, list[int]]:
     codes, names = pd.factorize(pd.Series([key(e) for e in events], dtype=object))
     order = np.argsort(codes, kind="stable")
     bounds = np.searchsorted(codes[order], np.arange(len(names) + 1))
     return {str(name): order[bounds[k] : bounds[k + 1]].tolist() for k, name in enumerate(names)}
 
 
-def _ns(events: list[_Event], rows: list[int], field: str) -> np.ndarray:
+def _ns(events: list[Event], rows: list[int], field: str) -> np.ndarray:
     return np.rint(np.array([getattr(events[i], field) for i in rows], np.float64) * 1000.0).astype(np.int64)
 
 
-def _base_ns(events: list[_Event], by_cat: dict[str, list[int]]) -> int:
+def _base_ns(events: list[Event], by_cat: dict[str, list[int]]) -> int:
     """The trace's first timed event (a CUDA call, a GPU op, a Python frame or a range): times count from it."""
     rows = [
         i
@@ -233,24 +122,24 @@ def _int_ids(values: list[int | str]) -> np.ndarray:
     return np.array([v if isinstance(v, int) else 0 for v in values], np.int64) & PID_MASK
 
 
-def _host_pid(events: list[_Event], by_cat: dict[str, list[int]]) -> int:
+def _host_pid(events: list[Event], by_cat: dict[str, list[int]]) -> int:
     """The profiled process (one per trace), as an nsys-style global process id."""
     rows = by_cat.get("cuda_runtime") or by_cat.get("python_function") or by_cat.get("cpu_op") or []
     pids = _int_ids([events[i].pid for i in rows])
     return int(np.bincount(pids).argmax()) << 24 if len(pids) else 0
 
 
-def _global_tids(events: list[_Event], rows: list[int]) -> np.ndarray:
+def _global_tids(events: list[Event], rows: list[int]) -> np.ndarray:
     return (_int_ids([events[i].pid for i in rows]) << 24) | _int_ids([events[i].tid for i in rows])
 
 
-def _arg(events: list[_Event], rows: list[int], field: str) -> np.ndarray:
+def _arg(events: list[Event], rows: list[int], field: str) -> np.ndarray:
     values = [getattr(events[i].args, field, None) if events[i].args is not None else None for i in rows]
     return np.array([-1 if v is None else v for v in values], np.int64)
 
 
 def _api(
-    events: list[_Event], by_cat: dict[str, list[int]], base_ns: int, host_pid: int, keep: Callable[[str], bool] | None
+    events: list[Event], by_cat: dict[str, list[int]], base_ns: int, host_pid: int, keep: Callable[[str], bool] | None
 ) -> pd.DataFrame:
     rows = sorted(i for cat in API_CATEGORIES for i in by_cat.get(cat, []))
     names = pd.Series([events[i].name for i in rows], dtype=object)
@@ -279,7 +168,7 @@ def _kept(names: pd.Series, keep: Callable[[str], bool]) -> np.ndarray:
     return np.array([bool(keep(str(u))) for u in uniques], bool)[codes] if len(uniques) else np.zeros(0, bool)
 
 
-def _gpu_ops(events: list[_Event], by_cat: dict[str, list[int]], base_ns: int, host_pid: int) -> pd.DataFrame:
+def _gpu_ops(events: list[Event], by_cat: dict[str, list[int]], base_ns: int, host_pid: int) -> pd.DataFrame:
     rows = sorted(i for cat in GPU_CATEGORIES for i in by_cat.get(cat, []))
     start = _ns(events, rows, "ts") - base_ns
     names = pd.Series([events[i].name for i in rows], dtype=object)
@@ -306,7 +195,7 @@ def _gpu_ops(events: list[_Event], by_cat: dict[str, list[int]], base_ns: int, h
     return frame.sort_values("start", kind="stable").reset_index(drop=True)
 
 
-def _sync_events(events: list[_Event], rows: list[int], host_pid: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _sync_events(events: list[Event], rows: list[int], host_pid: int) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Kineto's ``cuda_sync`` events (CUPTI's synchronization records, where the profiler was asked for them) as
     nsys's SYNCHRONIZATION rows: the stream a sync waited on (-1: the device), by its call's correlation; and, of
     an event sync, the awaited event's record (its call's correlation and stream) as a CUDA_EVENT row."""
@@ -330,7 +219,7 @@ def _sync_events(events: list[_Event], rows: list[int], host_pid: int) -> tuple[
     return activity, records.loc[known].drop_duplicates().reset_index(drop=True)
 
 
-def _python_events(events: list[_Event], rows: list[int], base_ns: int) -> pd.DataFrame:
+def _python_events(events: list[Event], rows: list[int], base_ns: int) -> pd.DataFrame:
     start = _ns(events, rows, "ts") - base_ns
     return python_frames(
         pd.Series([events[i].name for i in rows], dtype=object),
@@ -342,7 +231,7 @@ def _python_events(events: list[_Event], rows: list[int], base_ns: int) -> pd.Da
     )
 
 
-def _ranges(events: list[_Event], rows: list[int], base_ns: int) -> pd.DataFrame:
+def _ranges(events: list[Event], rows: list[int], base_ns: int) -> pd.DataFrame:
     names = pd.Series([events[i].name for i in rows], dtype=object)
     if not names.eq(STEP_MARK).any():  # PyTorch's own optimizer-step annotations stand for nsync's marks
         names = names.mask(names.str.match(OPTIMIZER_STEP).fillna(False).astype(bool), STEP_MARK)
@@ -353,7 +242,7 @@ def _ranges(events: list[_Event], rows: list[int], base_ns: int) -> pd.DataFrame
     return frame.assign(name=names.to_numpy(object)).sort_values("start", kind="stable").reset_index(drop=True)
 
 
-def _threads(events: list[_Event], rows: list[int]) -> pd.DataFrame:
+def _threads(events: list[Event], rows: list[int]) -> pd.DataFrame:
     named = [i for i in rows if events[i].ph == "M" and events[i].name == "thread_name" and events[i].args]
     frame = pd.DataFrame(
         {
@@ -386,9 +275,17 @@ def _empty(columns: tuple[str, ...]) -> pd.DataFrame:
     return pd.DataFrame({c: np.zeros(0, np.int64) for c in columns})
 
 
-def _warnings(trace: Trace, python_frames: int, lines: FrameLines) -> list[Notice]:
-    """What the trace lacks, and which figures that takes away."""
+def _warnings(trace: Trace, python_frames: int, lines: FrameLines, repaired_quotes: int) -> list[Notice]:
+    """What the trace lacks or had mended, and which figures that takes away."""
     notes = []
+    if repaired_quotes:
+        notes.append(
+            Notice(
+                "kineto-trace",
+                f"{repaired_quotes} quote{'s' if repaired_quotes > 1 else ''} inside this trace's strings were not "
+                "escaped (a torch.profiler export's fault): read as part of the string; names there may be cut",
+            )
+        )
     if not trace.has_cuda:
         notes.append(
             Notice(
