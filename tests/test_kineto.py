@@ -222,3 +222,47 @@ def test_a_standard_library_frame_from_kineto_is_no_users_file() -> None:
     from nsync.stages.callsites import is_user_file
 
     assert not is_user_file("<stdlib>/typing.py") and is_user_file("train.py")
+
+
+SEG_SCRIPT = """import torch
+model, optimizer, x, target = None, None, None, None
+classes = 2
+inter, union = [0, 0], [0, 0]
+for step in range(3):
+    out = model(x)
+    loss = out.sum()
+    loss.backward()
+    optimizer.step()
+    predicted = out.argmax(1)
+    for c in range(classes):
+        p, t = predicted == c, target == c
+        inter[c] += (p & t).sum().item()
+        union[c] += (p | t).sum().item()
+"""
+
+
+def test_reads_of_a_loop_on_two_lines_are_placed_by_the_order_of_the_frames_calls(tmp_path: Path) -> None:
+    """A script's ``<module>`` frame is named by the line the profiler started on (optimizer.step(), 9) and
+    ``.item()`` is called on lines 13 and 14: each read is placed by its turn among the frame's calls (as
+    tv_seg_iou's per-class loop, which was put on ``optimizer.step()``)."""
+    (tmp_path / "seg.py").write_text(SEG_SCRIPT)
+    events = [_x("python_function", "seg.py(9): <module>", 0.0, 10_000.0, **{"Python id": 1, "Python parent id": None})]
+
+    def call(name: str, ts: float, sync: bool = False) -> None:
+        events.append(_x("python_function", name, ts, 8.0, **{"Python id": len(events) + 10, "Python parent id": 1}))
+        if sync:
+            events.append(_x("cuda_runtime", "cudaStreamSynchronize", ts + 1.0, 5.0, correlation=len(events)))
+
+    ts = 10.0
+    for _step in range(2):
+        call("torch/nn/modules/module.py(1700): _wrapped_call_impl", ts)
+        call("<built-in method backward of Tensor object at 0x7f>", ts + 10)
+        call("torch/optim/sgd.py(80): step", ts + 20)
+        call("<built-in method argmax of Tensor object at 0x7f>", ts + 30)
+        for k in range(4):  # per class: sum, item (line 13), sum, item (line 14)
+            call("<built-in method sum of Tensor object at 0x7f>", ts + 40 + 20 * k)
+            call("<built-in method item of Tensor object at 0x7f>", ts + 50 + 20 * k, sync=True)
+        ts += 200
+    trace = load_trace(_trace_file(tmp_path, events))
+    lines = [trace.stacks[i][0].line for i in trace.api["py_stack_id"]]
+    assert lines == [13, 14, 13, 14] * 2

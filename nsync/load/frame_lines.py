@@ -46,18 +46,33 @@ class FrameLines:
         self.unread: set[str] = set()  # the program's own files named by frames and not readable here
         self.read: set[str] = set()
 
-    def placed(self, chain: list[Frame], via: list[str | None]) -> tuple[Frame, ...]:
+    def placed(self, chain: list[Frame], via: list[str | None], known: list[int] | None = None) -> tuple[Frame, ...]:
         """``chain`` (innermost first) with each frame's line found where one line calls what is inside it;
         ``via``: per frame, the C function it was in when it called inward (``.item()``, ``print``), if the
-        trace shows one."""
+        trace shows one; ``known``: per frame, its line where the order of its calls gave it (-1: not)."""
         out = []
         for depth, frame in enumerate(chain):
+            if known is not None and known[depth] >= 0:
+                out.append(frame._replace(line=known[depth]))
+                continue
             callees = [via[depth]]
             for inner in range(depth - 1, max(-1, depth - 1 - INWARD_FRAMES), -1):
                 callees += [chain[inner].function, via[inner]]
             line = self._line(frame, [c for c in callees if c], innermost=depth == 0)
             out.append(frame if line is None else frame._replace(line=line))
         return tuple(out)
+
+    def statement_lines(self, frame: Frame, callee: str) -> list[int]:
+        """The first line of each of the frame's statements that call ``callee`` (sorted; none where its source
+        is not read): several where a loop reads on two lines, each of its calls then on one of them."""
+        scope = self._scope(frame)
+        if scope is None or callee not in scope[0]:
+            return []
+        calls, _, spans, _ = scope
+        first: dict[tuple[int, int], int] = {}
+        for line in calls[callee]:  # (sorted: a statement's first calling line comes first)
+            first.setdefault(_innermost(spans, line) or (line, line), line)
+        return sorted(set(first.values()))
 
     def _line(self, frame: Frame, callees: list[str], innermost: bool) -> int | None:
         scope = self._scope(frame)

@@ -78,28 +78,85 @@ def _interned(python: pd.DataFrame, innermost: np.ndarray, stacks: StackTable, l
     if not held.any():
         return ids
     is_c, parent = python["is_c"].to_numpy(), python["parent"].to_numpy()
-    frames, names = _frames(python["name"], python["python_parent"].to_numpy() < 0), python["name"].to_numpy(object)
+    uniques, codes = _frames(python["name"], python["python_parent"].to_numpy() < 0)
     distinct, where = np.unique(innermost[held], return_inverse=True)
+    paths = []  # per distinct innermost row: the rows from it outward
+    for row in distinct.tolist():  # the distinct frames that hold calls: a few thousand at most
+        path = [row]
+        while parent[path[-1]] >= 0:
+            path.append(int(parent[path[-1]]))
+        paths.append(path)
+    callers = np.unique([r for path in paths for r in path if not is_c[r]])
+    called_from = _called_from(python, uniques, codes, callers, lines)
+    names = python["name"].to_numpy(object)
     interned = np.empty(len(distinct), np.int64)
-    for k, row in enumerate(distinct.tolist()):  # the distinct frames that hold calls: a few thousand at most
+    for k, path in enumerate(paths):
         chain: list[Frame] = []
         via: list[str | None] = [None]  # per Python frame: the C function it was in, calling inward
-        at = row
-        while at >= 0:
+        known: list[int] = []  # per Python frame: its line, where the order of its calls tells it
+        for below, at in zip([-1, *path], path):
             if is_c[at]:
                 via[-1] = via[-1] or c_function(str(names[at]))
             else:
-                chain.append(frames[at])
+                chain.append(uniques[codes[at]])
+                known.append(int(called_from[below]) if below >= 0 else -1)
                 via.append(None)
-            at = int(parent[at])
-        interned[k] = stacks.intern(lines.placed(chain, via[: len(chain)])) if chain else -1
+        interned[k] = stacks.intern(lines.placed(chain, via[: len(chain)], known)) if chain else -1
     ids[held] = interned[where]
     return ids
 
 
-def _frames(names: pd.Series, outermost: np.ndarray) -> list[Frame]:
-    """Each event's frame; the program's own files are those of the outermost ``<module>`` frames (the script;
-    not a package's module imported on the way, whose ``<module>`` frame has a parent)."""
+def _called_from(
+    python: pd.DataFrame, frames: list[Frame], codes: np.ndarray, callers: np.ndarray, lines: FrameLines
+) -> np.ndarray:
+    """Per event under one of the ``callers`` rows (Python frames), the line of that frame that called it where
+    the frame's function calls its name on several statements (-1 elsewhere). A loop runs its statements in
+    order, so the k-th such call after the last sibling whose name one line calls (or after the frame's own
+    line) is the k-th of those lines from there, cyclically: a per-class loop of ``(p & t).sum().item()`` then
+    ``(p | t).sum().item()``."""
+    out = np.full(len(python), -1, np.int64)
+    parent, is_c = python["parent"].to_numpy(), python["is_c"].to_numpy()
+    c_code = np.zeros(len(frames), bool)
+    c_code[codes] = is_c
+    callee = [c_function(f.function) if c else f.function for f, c in zip(frames, c_code)]
+    rows = np.flatnonzero(np.isin(parent, callers))
+    pair_keys = codes[parent[rows]].astype(np.int64) * len(frames) + codes[rows]
+    pairs, pair_of = np.unique(pair_keys, return_inverse=True)
+    found = [
+        lines.statement_lines(frames[key // len(frames)], name) if (name := callee[key % len(frames)]) else []
+        for key in pairs.tolist()  # the distinct (caller, callee) pairs
+    ]
+    count = np.array([len(f) for f in found], np.int64)
+    if not (count >= 2).any():
+        return out
+    candidates = np.full((len(found), count.max()), np.iinfo(np.int64).max, np.int64)
+    for k, lines_of in enumerate(found):
+        candidates[k, : len(lines_of)] = lines_of
+    keep = count[pair_of] >= 1
+    rows, pair_of = rows[keep], pair_of[keep]
+    order = np.lexsort((python["start"].to_numpy()[rows], parent[rows]))
+    rows, pair_of = rows[order], pair_of[order]
+    anchor = count[pair_of] == 1
+    last = np.maximum.accumulate(np.where(anchor, np.arange(len(rows)), -1))
+    own = (last >= 0) & (parent[rows[np.maximum(last, 0)]] == parent[rows])
+    parent_line = np.array([f.line for f in frames], np.int64)[codes[parent[rows]]]
+    after = np.where(own, candidates[pair_of[np.maximum(last, 0)], 0], parent_line)
+    many = ~anchor
+    nth = (
+        pd.DataFrame({"p": parent[rows], "s": np.cumsum(anchor), "c": pair_of})[many]
+        .groupby(["p", "s", "c"])
+        .cumcount()
+    )
+    mine = candidates[pair_of[many]]
+    start = (mine <= after[many, None]).sum(axis=1)
+    out[rows[many]] = mine[np.arange(len(mine)), (start + nth.to_numpy()) % count[pair_of[many]]]
+    return out
+
+
+def _frames(names: pd.Series, outermost: np.ndarray) -> tuple[list[Frame], np.ndarray]:
+    """Each distinct event name's frame, and each event's index among them; the program's own files are those
+    of the outermost ``<module>`` frames (the script; not a package's module imported on the way, whose
+    ``<module>`` frame has a parent)."""
     codes, uniques = pd.factorize(names)
     parsed = pd.Series(uniques, dtype=object).str.extract(_FRAME_NAME)
     root_codes = np.unique(codes[outermost])
@@ -109,7 +166,7 @@ def _frames(names: pd.Series, outermost: np.ndarray) -> list[Frame]:
         Frame(str(name), str(name), 0) if pd.isna(file) else Frame(str(function), _file(str(file), roots), int(line))
         for name, file, line, function in zip(uniques, parsed["file"], parsed["line"], parsed["function"])
     ]
-    return [frames[c] for c in codes]
+    return frames, codes
 
 
 def _top(file: str) -> str:
