@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # On a lent GPU machine: each program captured with `nsync profile --backend torch` (calibration run on,
 # default window; lab scenarios whole, as they have no optimizer), and, with WITH_NSYS=1, with nsys too (the
-# same command); with AB=1 each lab scenario's modes timed unprofiled in one process first (harness 'ab').
+# same command); with AB=1 (the default) each program's modes timed unprofiled in one process first (harness 'ab';
+# a real program's in $NSYNC_AB_BLOCKS pairs of blocks, 20 unless given).
 # Arguments: lab scenarios as h200/NAME:MODE, real programs as real/NAME:MODE:STEPS. Everything ends in
 # $OUT/torch-backend.tar (calibrations, JSON results, logs), written also when the time is up: the captures get
 # ${TORCH_BACKEND_S:-900} s in all (200 s each at most); one not started for want of time says so. Traces are
@@ -26,7 +27,10 @@ mkdir -p "$OUT/t"
 for spec in "$@"; do
   IFS=: read -r path mode steps <<< "$spec"
   dir=${path%%/*} name=${path#*/}
-  [ "$dir" = h200 ] && [ "${AB:-1}" = 1 ] && (cd h200 && python3 "$name.py" ab healthy,degraded 2>&1 | grep RESULT | tee -a "$OUT/t/ab.log")
+  if [ "${AB:-1}" = 1 ]; then
+    if [ "$dir" = h200 ]; then ab=(healthy,degraded); else ab=($((10 + 28 * ${NSYNC_AB_BLOCKS:-20}))); fi
+    (cd "$dir" && NSYNC_AB_BLOCKS=${NSYNC_AB_BLOCKS:-20} python3 "$name.py" ab "${ab[@]}" 2>&1 | grep RESULT | tee -a "$OUT/t/ab.log")
+  fi
   run "$dir" "${name}_$mode" torch "$name.py" "$mode" $steps
   [ "${WITH_NSYS:-0}" = 1 ] && run "$dir" "${name}_${mode}_nsys" nsys "$name.py" "$mode" $steps
 done 2>&1 | tee "$OUT/t/summary.log"
