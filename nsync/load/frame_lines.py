@@ -68,11 +68,7 @@ class FrameLines:
         scope = self._scope(frame)
         if scope is None or callee not in scope[0]:
             return []
-        calls, _, spans, _ = scope
-        first: dict[tuple[int, int], int] = {}
-        for line in calls[callee]:  # (sorted: a statement's first calling line comes first)
-            first.setdefault(_innermost(spans, line) or (line, line), line)
-        return sorted(set(first.values()))
+        return _statement_firsts(scope[0][callee], scope[2])
 
     def _line(self, frame: Frame, callees: list[str], innermost: bool) -> int | None:
         scope = self._scope(frame)
@@ -157,12 +153,18 @@ def _innermost(spans: Spans, line: int) -> tuple[int, int] | None:
     return min((s for s in spans if s[0] <= line <= s[1]), key=lambda s: s[1] - s[0], default=None)
 
 
+def _statement_firsts(lines: list[int], spans: Spans) -> list[int]:
+    """The first of the (sorted) ``lines`` in each statement holding some: the innermost of the scope's
+    statements holding each line (a line no statement holds is one of its own)."""
+    first: dict[tuple[int, int], int] = {}
+    for line in lines:
+        first.setdefault(_innermost(spans, line) or (line, line), line)
+    return sorted(set(first.values()))
+
+
 def _one_statement(lines: list[int], spans: Spans) -> bool:
-    """Whether the lines all lie in one statement: the innermost of the scope's statements holding each."""
-    if len(lines) == 1:
-        return True
-    innermost = {_innermost(spans, line) for line in lines}
-    return len(innermost) == 1 and None not in innermost
+    """Whether the lines all lie in one statement."""
+    return len(_statement_firsts(lines, spans)) == 1
 
 
 def _in_loop_at(line: int, reads: list[int], loops: Spans) -> list[int]:

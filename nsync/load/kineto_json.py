@@ -73,9 +73,9 @@ def decoded(path: Path) -> tuple[File, int]:
     except (OSError, EOFError, zlib.error, gzip.BadGzipFile) as err:
         raise TraceError(f"{path}: cannot read the trace ({err})") from err
     for repaired in range(MAX_QUOTE_REPAIRS + 1):
-        decoded, error = _decode(raw, path)
-        if decoded is not None:
-            return decoded, repaired
+        trace, error = _decode(raw, path)
+        if trace is not None:
+            return trace, repaired
         quote = _stray_quote(raw, error)
         if quote is None:
             break
