@@ -24,18 +24,19 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from nsync.ab import fixed, step
     from nsync.analysis import analyze, calibration_of
+    from nsync.capturing.ab import fixed, step
+    from nsync.capturing.notebook import CapturedRun, capture
+    from nsync.capturing.nsys import CaptureOptions
+    from nsync.capturing.options import ProfileOptions, ProfileResult
+    from nsync.capturing.profile import profile, to_settle
+    from nsync.capturing.window import CaptureWindow
     from nsync.comparison import diff
     from nsync.config import AnalysisConfig
     from nsync.errors import EXIT_CODES, NsyncError, NsysError, TraceError, UsageError
     from nsync.load import Trace, load_trace
     from nsync.measuring import MeasureOptions, measure, measure_lines, measure_switched
-    from nsync.notebook import CapturedRun, capture
     from nsync.notices import Notice
-    from nsync.nsys import CaptureOptions
-    from nsync.nsys.window import CaptureWindow
-    from nsync.profiling import ProfileOptions, ProfileResult, profile, to_settle
     from nsync.ranks import analyze_ranks
     from nsync.render.html import render_html
     from nsync.render.json import render_json
@@ -74,20 +75,20 @@ _LAZY = {
     "write": "nsync.render.write",
     "diff": "nsync.comparison",
     "analyze_ranks": "nsync.ranks",
-    "profile": "nsync.profiling",
-    "ProfileOptions": "nsync.profiling",
-    "ProfileResult": "nsync.profiling",
-    "to_settle": "nsync.profiling",
+    "profile": "nsync.capturing.profile",
+    "ProfileOptions": "nsync.capturing.options",
+    "ProfileResult": "nsync.capturing.options",
+    "to_settle": "nsync.capturing.profile",
     "measure": "nsync.measuring",
     "measure_lines": "nsync.measuring",
     "measure_switched": "nsync.measuring",
     "MeasureOptions": "nsync.measuring",
-    "fixed": "nsync.ab",
-    "step": "nsync.ab",
-    "CaptureOptions": "nsync.nsys",
-    "CaptureWindow": "nsync.nsys.window",
-    "capture": "nsync.notebook",
-    "CapturedRun": "nsync.notebook",
+    "fixed": "nsync.capturing.ab",
+    "step": "nsync.capturing.ab",
+    "CaptureOptions": "nsync.capturing.nsys",
+    "CaptureWindow": "nsync.capturing.window",
+    "capture": "nsync.capturing.notebook",
+    "CapturedRun": "nsync.capturing.notebook",
 }
 
 __all__ = [

@@ -14,9 +14,9 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from nsync.calibration import Calibration, beside, read_calibration
 from nsync.config import AnalysisConfig
 from nsync.load import Trace, load_trace
+from nsync.load.calibration import Calibration, beside, read_calibration
 from nsync.notices import Notice
 from nsync.report import Analysis
 from nsync.settings import setting
@@ -197,7 +197,7 @@ def _summarised(trace: Trace, config: AnalysisConfig, found: _Found, priced: _Pr
     return StageOutputs(
         trace_path=str(trace.path),
         nsys_version=trace.nsys_version,
-        profiler=trace.capture.get("profiler", "nsys"),
+        profiler=trace.profiler,
         schema_version=trace.schema_version,
         gpus=list(gpu_names.values()),
         gpu_uuids=gpu_uuids,
@@ -331,7 +331,7 @@ def _trace(source: str | Path | Trace, config: AnalysisConfig, say: Say, source_
         source_dirs=source_dirs,
     )
     if Path(source).suffix in (".nsys-rep", ".qdrep"):
-        from nsync.nsys import exported
+        from nsync.load.nsys.export import exported
 
         with exported(Path(source), say) as sqlite:
             return replace(load(sqlite), path=Path(source))
@@ -356,7 +356,7 @@ def _empty(trace: Trace, config: AnalysisConfig, reason: str) -> StageOutputs:
     return StageOutputs(
         trace_path=str(trace.path),
         nsys_version=trace.nsys_version,
-        profiler=trace.capture.get("profiler", "nsys"),
+        profiler=trace.profiler,
         schema_version=trace.schema_version,
         gpus=[str(name) for name in trace.gpus["name"]],
         config=config,

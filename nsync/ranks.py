@@ -25,7 +25,7 @@ from nsync.analysis import analyze
 from nsync.config import AnalysisConfig
 from nsync.errors import UsageError
 from nsync.load import Trace, load_trace, split_processes
-from nsync.load.budget import SAFETY, available_memory_bytes
+from nsync.load.nsys.budget import SAFETY, available_memory_bytes
 from nsync.notices import Notice
 from nsync.report import Analysis
 from nsync.report.analysis import ns_to_ms, where

@@ -12,7 +12,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from nsync.analysis import run_stages
-from nsync.calibration import beside, read_calibration
+from nsync.load.calibration import beside, read_calibration
 from tests.ground_truth import VECTORISED
 from tests.test_fresh import NOT_KEPT, SESSIONS, timings
 

@@ -81,8 +81,8 @@ def no_nsys_agent_outlives_the_suite() -> Iterator[None]:
 
 
 def _stop_orphaned_agents(pids: set[int]) -> int:
-    """Stop (SIGTERM, then SIGKILL: nsync.nsys.hang.stop_agents) the agents of ``pids`` whose nsys is gone."""
-    from nsync.nsys.hang import agents, processes, stop_agents
+    """Stop (SIGTERM, then SIGKILL: nsync.capturing.nsys.hang.stop_agents) the agents of ``pids`` whose nsys is gone."""
+    from nsync.capturing.nsys.hang import agents, processes, stop_agents
 
     orphans = {int(name.rsplit("-", 1)[1]) for pid, name in agents() if pid in pids and name[-1:].isdigit()}
     running = processes()  # read after the agents: an nsys that started meanwhile is in it, and keeps its agent
@@ -243,12 +243,12 @@ def run_contained(argv: list[str], timeout: float, **popen: object) -> subproces
 
 
 def remove_stale_nsys_state(untouched_s: float = 0.0) -> list[Path]:
-    """Remove what a killed nsys left in /dev/shm (nsync.nsys.leftovers), which can stop every later nsys from
+    """Remove what a killed nsys left in /dev/shm (nsync.capturing.nsys.leftovers), which can stop every later nsys from
     starting: a test that kills nsys cleans up after itself, and the suite starts on a machine where nsys starts.
     ``untouched_s``: only state that no session has written for that long (another suite may be starting one)."""
     import time
 
-    from nsync.nsys.leftovers import stale_session_state
+    from nsync.capturing.nsys.leftovers import stale_session_state
 
     removed = []
     for state in stale_session_state():

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from nsync.calibration import beside, read_calibration
+from nsync.load.calibration import beside, read_calibration
 from nsync.stages.replay.likely import COVERAGE
 from nsync.stages.report import StageOutputs
 from tests.conftest import FIXTURES

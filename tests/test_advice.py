@@ -441,7 +441,7 @@ def test_reads_whose_values_are_used_in_between_or_that_run_apart_are_not_read_t
 
 def _reads_report() -> Any:
     import nsync
-    from nsync.calibration import read_calibration
+    from nsync.load.calibration import read_calibration
 
     trace = LAB / "reads/w_reads_degraded.sqlite.xz"
     calibration = read_calibration(LAB / "reads/w_reads_degraded.calibration.json")

@@ -142,7 +142,7 @@ def test_python_frame_blobs_of_any_bytes_decode_or_are_left_out(blob: bytes, off
     """An offset of 2**63 and more raised OverflowError (an internal error in analyze and diff)."""
     import struct
 
-    from nsync.load.pyframes import decode_frames
+    from nsync.load.nsys.pyframes import decode_frames
 
     header = struct.pack("<QQQQ", 1, 0, 0, offset)
     for data in (blob, header + blob):

@@ -13,7 +13,7 @@ from nsync import AnalysisConfig
 from nsync.analysis import run_stages
 from nsync.cli.options import parse_size
 from nsync.errors import NsyncError, UsageError
-from nsync.load import budget
+from nsync.load.nsys import budget
 from tests.test_cli import assert_one_line_error, run
 
 

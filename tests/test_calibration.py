@@ -13,11 +13,11 @@ import pytest
 
 import nsync
 from nsync.analysis import run_stages
-from nsync.calibration import SCHEMA, Calibration, beside, read_calibration, write_calibration
-from nsync.calibration_run import run_calibration
+from nsync.capturing import inject
+from nsync.capturing.calibrate import run_calibration
+from nsync.capturing.inject import STEP_MARK
 from nsync.errors import TraceError
-from nsync.nsys import inject
-from nsync.nsys.inject import STEP_MARK
+from nsync.load.calibration import SCHEMA, Calibration, beside, read_calibration, write_calibration
 
 FAKE_TORCH = {
     "torch/__init__.py": "import torch.cuda, torch.optim.optimizer\n",
@@ -217,7 +217,7 @@ def test_calibration_runs_pool_their_steps_keep_each_median_and_give_their_sprea
     out."""
     import numpy as np
 
-    from nsync.calibration import Calibration, pooled
+    from nsync.load.calibration import Calibration, pooled
 
     ms = 1e6
     first = Calibration(tmp_path / "a.calibration.json", {"marks": np.full(4, 10 * ms), "nvtx:x": np.ones(4)})
@@ -237,7 +237,7 @@ def test_pooled_whole_runs_leave_out_each_run_s_warm_up_steps(tmp_path: Path) ->
     """Two whole runs (a program that ends before its window), each a cold 50 ms step and then five of 10 ms:
     pooled, the steps after one warm-up step are the ten of 10 ms, not the second run's cold step among them (it
     raised the mean step 40 % and the host scale fitted to it), also once written and read back."""
-    from nsync.calibration import pooled
+    from nsync.load.calibration import pooled
 
     ms = 1e6
     run = Calibration(None, {"marks": np.array([50 * ms] + [10 * ms] * 5)})
@@ -253,7 +253,7 @@ def test_the_spread_of_runs_of_a_two_optimizer_loop_compares_whole_iterations(tm
     """A GAN's intervals alternate 5 and 10 ms; one run stopped after a generator step (9 intervals), the other
     after a whole iteration (10): their interval medians are 5 and 7.5 ms (a spread of 1.5), their iterations
     15 ms each (no spread), and the spread of their iterations survives writing and reading the file."""
-    from nsync.calibration import pooled
+    from nsync.load.calibration import pooled
 
     ms = 1e6
     cut_short = Calibration(None, {"marks": np.array([5 * ms, 10 * ms] * 4 + [5 * ms])})
@@ -273,7 +273,7 @@ def test_the_likely_range_of_several_calibration_runs_holds_what_each_run_alone_
     the three pooled."""
     import dataclasses
 
-    from nsync.calibration import pooled
+    from nsync.load.calibration import pooled
 
     trace = Path(__file__).resolve().parents[1] / "fixtures/h200/cal-pinned/w_print_degraded.sqlite.xz"
     one = read_calibration(beside(trace))

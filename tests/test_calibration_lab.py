@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from nsync.analysis import Analysis, run_stages
-from nsync.calibration import beside, read_calibration
+from nsync.load.calibration import beside, read_calibration
 from tests.conftest import compared
 
 H200 = Path(__file__).resolve().parents[1] / "fixtures" / "h200"

@@ -14,7 +14,7 @@ import pytest
 
 from nsync import AnalysisConfig
 from nsync.analysis import run_stages
-from nsync.calibration import beside, read_calibration
+from nsync.load.calibration import beside, read_calibration
 from nsync.stages.report import StageOutputs
 from tests.conftest import FIXTURES
 

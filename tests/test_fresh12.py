@@ -10,7 +10,7 @@ import json
 import pytest
 
 import nsync
-from nsync.calibration import beside, read_calibration
+from nsync.load.calibration import beside, read_calibration
 from nsync.render.html import render_html
 from nsync.render.json import render_json
 from nsync.render.markdown import render_markdown

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from nsync.analysis import Analysis, run_stages
-from nsync.calibration import beside, read_calibration
 from nsync.errors import CannotJudge
 from nsync.gates import fail_on_regression
+from nsync.load.calibration import beside, read_calibration
 from nsync.render.text import diff_headline as headline
 from tests.conftest import compared
 from tests.test_cli import run

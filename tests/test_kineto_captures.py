@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 import nsync
-from nsync.load import Frame, kineto_json, load_trace
+from nsync.load import Frame, load_trace
 from nsync.load.frame_lines import FrameLines
+from nsync.load.kineto import decode as kineto_json
 from tests.kineto_writer import api_counts
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from nsync.load.db import _with_adbc
+from nsync.load.nsys.db import _with_adbc
 
 SLOW = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 3000000) SELECT count(*) FROM c"
 

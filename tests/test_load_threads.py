@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from nsync.load import load_trace
-from nsync.load.db import StringTable
-from nsync.load.readers import names_for
+from nsync.load.nsys.db import StringTable
+from nsync.load.nsys.readers import names_for
 
 REPEATS = 16
 

@@ -14,8 +14,8 @@ import pytest
 
 from nsync.errors import NsysError
 from nsync.load.model import Frame
-from nsync.nsys.export import export_sqlite
-from nsync.nsys.locate import describe, find_nsys
+from nsync.load.nsys.export import export_sqlite
+from nsync.load.nsys.locate import describe, find_nsys
 from nsync.stages.callsites import hint_for
 from nsync.stages.detect import SyncKind
 from tests.conftest import interruptible

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
+from nsync.capturing.nsys import leftovers
+from nsync.capturing.nsys.capture import CaptureOptions, NsysFailedFirst, run_capture
+from nsync.capturing.profile import _capture as capture_tried_twice
+from nsync.capturing.window import CaptureWindow
 from nsync.errors import NsysError
-from nsync.nsys import leftovers
-from nsync.nsys.capture import CaptureOptions, NsysFailedFirst, run_capture
-from nsync.nsys.locate import describe
-from nsync.nsys.window import CaptureWindow
-from nsync.profiling.capturing import _capture as capture_tried_twice
+from nsync.load.nsys.locate import describe
 
 STAND_IN = """#!PYTHON -S
 import os, subprocess, sys

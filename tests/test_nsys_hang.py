@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from nsync.capturing.nsys.capture import CaptureOptions, run_capture, session_agents
 from nsync.errors import NsysError
-from nsync.nsys.capture import CaptureOptions, run_capture, session_agents
-from nsync.nsys.locate import describe
+from nsync.load.nsys.locate import describe
 from tests.conftest import _nsys_agents
 
 pytestmark = pytest.mark.usefixtures("no_capture_hangs_forever")  # a regression would hang the suite
@@ -172,7 +172,7 @@ def test_session_agents_are_found_by_their_nsys_pid() -> None:
 def test_hang_watch_tells_a_running_program_from_one_that_left_only_a_zombie() -> None:
     import subprocess
 
-    from nsync.nsys.hang import HangWatch, program_running
+    from nsync.capturing.nsys.hang import HangWatch, program_running
 
     running = subprocess.Popen(
         [sys.executable, "-c", "import subprocess, time; subprocess.Popen(['sleep', '30']); time.sleep(30)"]

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from nsync.capturing.nsys import leftovers
+from nsync.capturing.nsys.capture import CaptureOptions, run_capture
 from nsync.errors import NsysError
-from nsync.nsys import leftovers
-from nsync.nsys.capture import CaptureOptions, run_capture
-from nsync.nsys.locate import describe
+from nsync.load.nsys.locate import describe
 
 FAILS_TO_START = """#!PYTHON
 import sys

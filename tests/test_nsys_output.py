@@ -10,7 +10,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from nsync.nsys.output import NsysOutput, relay
+from nsync.capturing.nsys.output import NsysOutput, relay
 
 # What Debian's nsys 2022.4 printed after `print('x')` (captured here, the path shortened).
 CHATTER_2022 = (

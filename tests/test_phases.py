@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from nsync.nsys.inject import STEP_MARK
+from nsync.capturing.inject import STEP_MARK
 from nsync.stages.report import analysis_result
 from tests.tracebuilder import TraceBuilder, ns
 

@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 
 from nsync import NsysError
-from nsync.nsys import CaptureOptions, find_nsys, hang, locate, profile_flags
-from nsync.nsys.hang import session_agents
-from nsync.nsys.leftovers import stale_session_state
-from nsync.nsys.locate import describe
+from nsync.capturing.nsys import CaptureOptions, hang, profile_flags
+from nsync.capturing.nsys.hang import session_agents
+from nsync.capturing.nsys.leftovers import stale_session_state
+from nsync.load.nsys import locate
+from nsync.load.nsys.locate import describe, find_nsys
 from tests.conftest import interruptible, remove_stale_nsys_state, run_contained
 from tests.test_real_nsys import NSYS, needs_nsys
 
@@ -241,7 +242,7 @@ def _start_profile(tmp_path: Path, *args: str) -> subprocess.Popen[str]:
 @needs_nsys
 def test_nsys_killed_mid_run_is_a_clear_error_and_its_agent_is_stopped_cleanly(tmp_path, echo):
     """A SIGKILLed agent leaves its state in /dev/shm (12 of 12 killed captures here), which can stop later
-    captures from starting (nsync.nsys.leftovers): nsync stops the agent of a killed nsys with SIGTERM."""
+    captures from starting (nsync.capturing.nsys.leftovers): nsync stops the agent of a killed nsys with SIGTERM."""
     proc = _start_profile(tmp_path, str(echo), str(tmp_path / "started.json"), "3")
     nsys_pids = _children(proc.pid)  # nsync's direct child is nsys
     agents = [pid for nsys_pid in nsys_pids for pid, _name in session_agents(nsys_pid)]

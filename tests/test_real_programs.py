@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from nsync.analysis import Analysis, run_stages
-from nsync.nsys.inject import STEP_MARK
+from nsync.capturing.inject import STEP_MARK
 from tests.browser import load, needs_chromium
 from tests.conftest import FIXTURES
 
@@ -191,7 +191,7 @@ CALIBRATED_VERDICT = {  # whether the fix measurably pays (README), for the cali
 @pytest.mark.slow
 @pytest.mark.parametrize("program", sorted(CALIBRATED_VERDICT))
 def test_with_the_calibration_run_the_verdicts_stay_right(real: Callable[[str], Path], program: str):
-    from nsync.calibration import read_calibration
+    from nsync.load.calibration import read_calibration
 
     calibration = read_calibration(FIXTURES / "real" / f"{program}.calibration.json")
     a = run_stages(real(program), calibration=calibration)
@@ -206,7 +206,7 @@ def test_with_the_calibration_run_the_verdicts_stay_right(real: Callable[[str], 
 def test_a_program_without_optimizer_steps_has_no_calibration_and_says_so(real: Callable[[str], Path]):
     """The LSTM steps its weights by hand: its calibration run timed nothing (no optimizer step, no NVTX), so
     a calibration of another source is reported as not applying, never used."""
-    from nsync.calibration import Calibration
+    from nsync.load.calibration import Calibration
 
     other = Calibration(path=Path("other.calibration.json"), intervals_ns={"marks": np.full(10, 5e6)})
     a = run_stages(real("lstm_lm"), calibration=other)

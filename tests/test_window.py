@@ -17,9 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from nsync.calibration_run import run_calibration
+from nsync.capturing.calibrate import run_calibration
+from nsync.capturing.run import Injection
+from nsync.capturing.window import CaptureWindow, is_python
 from nsync.marks import OPTIMIZER_MARK, STEP_MARK, WINDOW_RANGE
-from nsync.nsys.window import CaptureWindow, is_python
 from tests.conftest import run_contained
 from tests.test_calibration import fake_torch
 from tests.test_cli import assert_one_line_error
@@ -140,7 +141,7 @@ def test_a_program_shorter_than_its_window_is_captured_whole_and_without_calibra
 @needs_nsys
 def test_a_long_run_that_ends_before_its_window_says_nothing_was_captured(job: Path, monkeypatch) -> None:
     from nsync import NsysError, ProfileOptions
-    from nsync.profiling import profile as profile_run
+    from nsync.capturing.profile import profile as profile_run
 
     monkeypatch.chdir(job)
     monkeypatch.setenv("PYTHONPATH", str(job / "fake"))
@@ -186,8 +187,6 @@ def test_only_python_programs_get_a_window(tmp_path: Path) -> None:
 def test_the_window_opens_at_step_w_closes_after_w_plus_k_and_ends_the_program(tmp_path: Path) -> None:
     """Without nsys: the sitecustomize's calls, in order. A program that catches the SystemExit and goes on is
     ended at its next step."""
-    from nsync.nsys import inject
-
     fake = fake_torch(tmp_path / "fake")
     program = (
         "import sys, torch\nfrom torch.cuda import nvtx\nfrom torch.optim.optimizer import Optimizer\n"
@@ -196,11 +195,9 @@ def test_the_window_opens_at_step_w_closes_after_w_plus_k_and_ends_the_program(t
         "        print(nvtx.calls, flush=True)\n        if sys.argv[1] == 'exit': raise\n"
         "print('ran to the end')\n"
     )
-    env = {
-        "PATH": "/usr/bin:/bin",
-        "PYTHONPATH": f"{inject.folder()}:{fake}",
-        **CaptureWindow(warmup_steps=2, steps=3).env(tmp_path),
-    }
+    env = Injection("nsys", tmp_path, CaptureWindow(warmup_steps=2, steps=3)).env(
+        {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(fake)}
+    )
     mark = [("push", STEP_MARK), ("push", OPTIMIZER_MARK.format(1)), ("pop",), ("pop",)]
     for how in ("exit", "swallow"):
         done = subprocess.run([sys.executable, "-c", program, how], capture_output=True, text=True, env=env, timeout=60)
@@ -214,19 +211,15 @@ def test_the_window_opens_at_step_w_closes_after_w_plus_k_and_ends_the_program(t
 def test_a_loop_without_an_optimizer_is_windowed_by_its_nsync_step_calls(tmp_path: Path) -> None:
     """nsync.step() at the end of each step does what an optimizer step's hooks do: the same marks, the window
     opened at step 2 and closed after step 5, the program ended there."""
-    from nsync.nsys import inject
-
     fake = fake_torch(tmp_path / "fake")
     program = (
         "import nsync\nfrom torch.cuda import nvtx\nfor i in range(20):\n"
         "    try:\n        nsync.step()\n    except SystemExit:\n        print(nvtx.calls, flush=True)\n        raise\n"
         "print('ran to the end')\n"
     )
-    env = {
-        "PATH": "/usr/bin:/bin",
-        "PYTHONPATH": f"{inject.folder()}:{fake}",
-        **CaptureWindow(warmup_steps=2, steps=3).env(tmp_path),
-    }
+    env = Injection("nsys", tmp_path, CaptureWindow(warmup_steps=2, steps=3)).env(
+        {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(fake)}
+    )
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, env=env, timeout=60)
     assert done.returncode == 0, done.stderr
     mark = [("push", STEP_MARK), ("push", OPTIMIZER_MARK.format(0)), ("pop",), ("pop",)]
@@ -256,16 +249,12 @@ def test_a_torch_cuda_still_importing_neither_prints_a_traceback_nor_stops_the_w
     program's stderr (and the thread dead: no window by the clock). Here the stand-in torch.cuda takes 1 s to
     import (within the 1.5 s a program may take to use CUDA at all); the window opens by the clock and ends the
     program."""
-    from nsync.nsys import inject
-
     fake = fake_torch(tmp_path / "fake")
     slow = fake / "torch" / "cuda" / "__init__.py"
     slow.write_text("import time\ntime.sleep(1.0)\n" + slow.read_text())
-    env = {
-        "PATH": "/usr/bin:/bin",
-        "PYTHONPATH": f"{inject.folder()}:{fake}",
-        **CaptureWindow(wait_s=1.5, seconds=0.5).env(tmp_path),
-    }
+    env = Injection("nsys", tmp_path, CaptureWindow(wait_s=1.5, seconds=0.5)).env(
+        {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(fake)}
+    )
     (tmp_path / "infer.py").write_text(INFER)
     done = subprocess.run(
         [sys.executable, "infer.py"], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120

@@ -28,7 +28,7 @@ from nsync.stdio import drop_stdout, raise_if_interrupted
 T = TypeVar("T")
 
 if TYPE_CHECKING:
-    from nsync.calibration import Calibration
+    from nsync.load.calibration import Calibration
     from nsync.report import Result
 
 

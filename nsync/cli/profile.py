@@ -47,8 +47,8 @@ from nsync.cli.options import (
     parse_cpus,
 )
 from nsync.cli.output import Outputs, View, emit, release
-from nsync.commands import trace_stem
 from nsync.errors import Interrupted
+from nsync.load.files import trace_stem
 
 
 @app.command(

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
+import numpy as np
 import pandas as pd
 
 from nsync.notices import Notice
@@ -54,6 +55,36 @@ class CallsiteSource:
     NONE = "none"
 
 
+# The vocabulary of both formats' loaders: what an op is, which way a copy goes, which memory it touches
+GPU_OP_KINDS = ("kernel", "memcpy", "memset", "graph")
+COPY_DIRECTIONS = ("HtoD", "DtoH", "HtoA", "AtoH", "AtoA", "AtoD", "DtoA", "DtoD", "HtoH", "PtoP")
+MEMORY_KINDS = ("pageable", "pinned", "device", "array", "managed", "device static", "managed static", "unknown")
+Profiler = Literal["nsys", "torch.profiler"]
+
+# A thread's id as nsys serialises it (``globalTid``: the OS process id in bits 24-47, the thread's in 0-23); a
+# torch.profiler trace's ids are written the same way, so that every stage reads one kind of id
+PID_MASK = 0xFFFFFF
+
+
+def global_pid(global_tid: np.ndarray) -> np.ndarray:
+    """The process id serialised like nsys's ``globalPid``: the thread's id with the TID bits cleared."""
+    gt = np.asarray(global_tid, dtype=np.int64)
+    return gt - (gt & PID_MASK)
+
+
+def os_pid(global_pid: int) -> int:
+    """The operating system's process id in a global process id."""
+    return (global_pid >> 24) & PID_MASK
+
+
+def thread_labels(global_tids: list[int], threads: pd.DataFrame) -> dict[int, str]:
+    """``MainThread (4242)`` (the thread's name and OS id), or ``thread 4242`` when it has no name."""
+    names = dict(zip(threads["global_tid"].tolist(), threads["name"].astype(str).tolist()))
+    return {
+        tid: f"{names[tid]} ({tid & PID_MASK})" if names.get(tid) else f"thread {tid & PID_MASK}" for tid in global_tids
+    }
+
+
 # The loader's tables, column by column, in nsync's vocabulary (no nsys enum value leaves the loader)
 API_COLUMNS = ("start", "end", "global_tid", "correlation_id", "global_pid", "api", "py_stack_id", "callchain_id")
 GPU_OP_COLUMNS = (
@@ -65,7 +96,7 @@ EVENT_LINK_COLUMNS = ("global_pid", "correlation_id", "device_id", "stream_id", 
 
 @dataclass(frozen=True)
 class Trace:
-    """One nsys export, normalised across schema versions.
+    """One capture, by nsys (an export, normalised across schema versions) or torch.profiler (its Chrome trace).
 
     Tables (columns):
 
@@ -92,8 +123,9 @@ class Trace:
     """
 
     path: Path
-    nsys_version: str | None
-    schema_version: str | None
+    profiler: Profiler
+    profiler_version: str | None  # the nsys that exported it (None: unknown, or a torch.profiler trace)
+    schema_version: str | None  # the nsys export's schema, or the torch.profiler trace's schemaVersion
     api: pd.DataFrame
     gpu_ops: pd.DataFrame
     gpu_busy_extra: pd.DataFrame
@@ -107,7 +139,13 @@ class Trace:
     gpus: pd.DataFrame
     span_ns: tuple[int, int] | None
     warnings: list[Notice] = field(default_factory=list)
-    capture: dict[str, str] = field(default_factory=dict)
+    capture: dict[str, str] = field(
+        default_factory=dict
+    )  # what the profiler says of the run (nsys's META_DATA_CAPTURE)
+
+    @property
+    def nsys_version(self) -> str | None:
+        return self.profiler_version if self.profiler == "nsys" else None
 
     @property
     def stacks(self) -> list[Stack]:

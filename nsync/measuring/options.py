@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from nsync.commands import command_of_line
+from nsync.capturing.run import command_of_line
+from nsync.capturing.window import window_of
 from nsync.errors import UsageError
 from nsync.measuring.runs import BLOCK_STEPS, RUNS, SWITCHED_STEPS, Say, measure, measure_switched
-from nsync.nsys.window import window_of
 from nsync.report.measurement import Measurement
 from nsync.settings import setting
 

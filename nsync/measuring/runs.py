@@ -5,7 +5,7 @@ NVTX range, over a window of steps), and the change from the first to the second
 worth-fixing threshold: a profiled capture cannot tell a 5 % change on a host whose runs differ by more.
 
 With one command (:func:`measure_switched`), the program holds both versions and asks ``nsync.fixed()``
-(nsync/ab.py) which one a step runs; one process then runs them in alternating blocks of optimizer steps."""
+(nsync/capturing/ab.py) which one a step runs; one process then runs them in alternating blocks of optimizer steps."""
 
 from __future__ import annotations
 
@@ -16,11 +16,11 @@ from typing import Any
 
 import numpy as np
 
-from nsync.calibration import Calibration
-from nsync.calibration_run import CalibrationRun, pinned, timed_run
+from nsync.capturing.calibrate import CalibrationRun, pinned, timed_run
+from nsync.capturing.window import CaptureWindow
 from nsync.errors import CannotJudge, UsageError
+from nsync.load.calibration import Calibration
 from nsync.measuring.change import change_between, measured_command, switched_change
-from nsync.nsys.window import CaptureWindow
 from nsync.report.measurement import SCHEMA, THRESHOLD_PCT, Measurement
 from nsync.words import counted
 
@@ -223,7 +223,7 @@ def _switched(
 
 
 def split_blocks(steps_ms: np.ndarray, block_steps: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """The window's steps as the sitecustomize's switch ran them (nsync/nsys/inject, ``_Switch``): block j of
+    """The window's steps as the sitecustomize's switch ran them (nsync/capturing/inject, ``_Switch``): block j of
     ``block_steps`` is B (fixed) where j % 4 is 1 or 2, A otherwise, so that blocks 2p and 2p + 1 are one pair.
     Complete pairs only, each block without its first step (which the version before it may spill into):
     (A's blocks, B's blocks), pair by pair."""

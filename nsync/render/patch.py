@@ -7,7 +7,7 @@ lines keep the better-ranked one; the other is said in the header.
 
 Switched (``--suggest-switch``): each rewrite is put behind ``if nsync.fixed():`` with the statements as they
 are under ``else:`` (the fewest whole statements of one block that hold its lines), and ``import nsync`` at the
-top, so that ``nsync measure SCRIPT`` times both versions in one process (nsync/ab.py).
+top, so that ``nsync measure SCRIPT`` times both versions in one process (nsync/capturing/ab.py).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import os
 import textwrap
 from pathlib import Path
 
+from nsync.marks import FIXED_ENV
 from nsync.render.options import RenderOptions, refuse
 from nsync.render.text import printable
 from nsync.report import Analysis, Result
@@ -138,7 +139,7 @@ def _edited(lines: list[str], edits: list[Edit]) -> list[str]:
 
 SWITCHED_HEADER = (
     "Each rewrite is behind `if nsync.fixed():`, the code as it is under `else:`: `nsync measure SCRIPT` times "
-    "both in one process; NSYNC_FIXED=1 runs the fix."
+    f"both in one process; {FIXED_ENV}=1 runs the fix."
 )
 SWITCH = "if nsync.fixed():  # nsync's rewrite; the code as it is under else (nsync measure times both)"
 

@@ -18,6 +18,7 @@ import pandas as pd
 
 from nsync.config import AnalysisConfig
 from nsync.errors import UsageError
+from nsync.knowledge import generate_reads
 from nsync.load import Trace
 from nsync.marks import DATA_MARK, OPTIMIZER_MARK, STEP_MARK
 from nsync.settings import setting
@@ -383,15 +384,11 @@ def _finer_period(
     return max(finer, key=lambda p: (reach[p], -p)) if finer else best
 
 
-# transformers' generate() reads whether every sequence has finished once per new token
-_GENERATE_FILE = re.compile(r"transformers/generation/(?:utils|stopping_criteria)\.py$")
-
-
 def what_a_step_is(source: str, sync_files: pd.Series, syncs_per_step: pd.Series) -> str:
     """What one step is where the trace tells ('' where it does not: a loop's iteration): steps found by their
     kernel sequence (``source``) whose call sites (their ``sync_files`` and ``syncs_per_step``) hold generate()'s
     finished-sequences read once a step are decode steps, one new token each."""
     if not source.startswith("kernel:") or sync_files.empty:
         return ""
-    per_step = syncs_per_step.loc[sync_files.astype(str).str.contains(_GENERATE_FILE).to_numpy()]
+    per_step = syncs_per_step.loc[generate_reads(sync_files)]
     return "one new token of generate()" if ((per_step > 0.9) & (per_step < 1.1)).any() else ""

@@ -40,8 +40,8 @@ def child(name: str) -> None:
     """Run one program (once to warm up, once under sync_free) and print, as JSON on the last line, its syncs and
     the calls of it that failed (a program runs its calls one by one, each failure said and passed over)."""
     import torch
-
     from harvest_each import FAILED
+
     from nsync.testing import SyncFound, sync_free
 
     program = next(p for p in _harvest_module().ALL if p.__name__ == name)

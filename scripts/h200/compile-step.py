@@ -4,7 +4,7 @@ STEPS steps (no optimizer); prints one RESULT line to stderr when the program en
 from inside the call): steps begun, the graphs dynamo compiled and its recompilations. On an H200 machine,
 `nsync profile --json OUT.json scripts/h200/compile-step.py inside 200` (fixtures/h200/switched/README.md);
 on a CPU with a real torch in a venv of its own, add `cpu` (dynamo's eager backend) and set the window as
-nsync does: NSYNC_WINDOW=10:40 NSYNC_WINDOW_DIR=$(mktemp -d) PYTHONPATH=nsync/nsys/inject:. VENV/bin/python ..."""
+nsync does: NSYNC_WINDOW=10:40 NSYNC_WINDOW_DIR=$(mktemp -d) PYTHONPATH=nsync/capturing/inject:. VENV/bin/python ..."""
 
 import atexit
 import json

@@ -13,7 +13,7 @@ On a CPU with a real torch in a venv of its own (dynamo's eager backend; the swi
 without the measure, which needs a GPU), from the repository's root:
 
     NSYNC_AB=5 NSYNC_WINDOW=10:60 NSYNC_WINDOW_DIR=$(mktemp -d) NSYNC_CALIBRATE_DIR=$(mktemp -d) \\
-    PYTHONPATH=nsync/nsys/inject:. VENV/bin/python scripts/h200/compile-switch.py inside 1000 cpu
+    PYTHONPATH=nsync/capturing/inject:. VENV/bin/python scripts/h200/compile-switch.py inside 1000 cpu
 """
 
 import atexit

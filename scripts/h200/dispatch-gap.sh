@@ -5,7 +5,7 @@
 source "$(dirname "$0")/env.sh"
 cd "$ROOT"
 flags=(-t cuda,nvtx,osrt --cpuctxsw=none --sample=process-tree --backtrace=fp --cudabacktrace=sync,memory
-       --python-backtrace=cuda)  # nsync/nsys/capture.py: profile_flags
+       --python-backtrace=cuda)  # nsync/capturing/nsys/capture.py: profile_flags
 for round in $(seq "${1:-2}"); do
   echo "== unprofiled $round" | tee -a "$OUT/dispatch-gap.log"
   python3 scripts/h200/dispatch-gap.py 2>&1 | grep RESULT | tee -a "$OUT/dispatch-gap.log"

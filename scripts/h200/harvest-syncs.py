@@ -584,9 +584,20 @@ from harvest_each import _each  # noqa: E402
 def graph_utils() -> None:
     import torch_geometric.transforms as T
     from torch_geometric.data import Data
-    from torch_geometric.utils import (add_self_loops, coalesce, degree, dropout_edge, k_hop_subgraph,
-                                       negative_sampling, remove_self_loops, structured_negative_sampling,
-                                       subgraph, to_dense_adj, to_dense_batch, to_undirected)  # fmt: skip
+    from torch_geometric.utils import (
+        add_self_loops,
+        coalesce,
+        degree,
+        dropout_edge,
+        k_hop_subgraph,
+        negative_sampling,
+        remove_self_loops,
+        structured_negative_sampling,
+        subgraph,  # fmt: skip
+        to_dense_adj,
+        to_dense_batch,
+        to_undirected,
+    )
 
     n = 60
     edges = coalesce(to_undirected(torch.randint(0, n, (2, 240), device=DEVICE)), num_nodes=n)
@@ -623,8 +634,15 @@ def embedding_search() -> None:
 
 def image_transforms() -> None:
     from torchvision import tv_tensors
-    from torchvision.ops import (batched_nms, box_iou, clip_boxes_to_image, masks_to_boxes, nms,
-                                 remove_small_boxes, roi_align)  # fmt: skip
+    from torchvision.ops import (
+        batched_nms,
+        box_iou,
+        clip_boxes_to_image,
+        masks_to_boxes,
+        nms,
+        remove_small_boxes,  # fmt: skip
+        roi_align,
+    )
     from torchvision.transforms import v2
 
     images, labels = torch.rand(4, 3, 96, 96, device=DEVICE), torch.randint(0, 10, (4,), device=DEVICE)
@@ -684,8 +702,13 @@ def bayes_opt_more() -> None:
 
 
 def metrics_fourth() -> None:
-    from torchmetrics.classification import (BinaryPrecisionRecallCurve, BinaryROC, MulticlassAUROC,
-                                             MulticlassConfusionMatrix, MultilabelAveragePrecision)  # fmt: skip
+    from torchmetrics.classification import (
+        BinaryPrecisionRecallCurve,
+        BinaryROC,
+        MulticlassAUROC,
+        MulticlassConfusionMatrix,  # fmt: skip
+        MultilabelAveragePrecision,
+    )
     from torchmetrics.clustering import AdjustedRandScore, MutualInfoScore, NormalizedMutualInfoScore
     from torchmetrics.image import PeakSignalNoiseRatio, StructuralSimilarityIndexMeasure, TotalVariation
 
@@ -905,7 +928,7 @@ def main() -> None:
                         entry["context"], entry["context_line"] = found_context or (None, 0)
             harvest[program.__name__] = sorted(lines.values(), key=lambda e: -e["count"])
             print(f"{program.__name__}: {len(lines)} lines", flush=True)
-        except Exception as error:  # noqa: PERF203 -- one program's failure must not lose the others'
+        except Exception as error:
             harvest[program.__name__] = {"error": f"{type(error).__name__}: {error}"}
             traceback.print_exc()
         # after each program: a run cut short keeps what the programs before gave

@@ -7,7 +7,6 @@ import tempfile
 from pathlib import Path
 
 import torch
-
 from harvest_each import DEVICE, _each, _updated
 
 

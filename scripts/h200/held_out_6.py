@@ -6,13 +6,18 @@ import os
 from pathlib import Path
 
 import torch
-
 from harvest_each import DEVICE, _each, _updated
 
 
 def vision_transformers() -> None:
-    from transformers import (CLIPConfig, CLIPModel, SwinConfig, SwinForImageClassification, ViTMAEConfig,
-                              ViTMAEForPreTraining)  # fmt: skip
+    from transformers import (
+        CLIPConfig,
+        CLIPModel,
+        SwinConfig,
+        SwinForImageClassification,
+        ViTMAEConfig,
+        ViTMAEForPreTraining,  # fmt: skip
+    )
 
     images = torch.rand(2, 3, 64, 64, device=DEVICE)
 
@@ -41,8 +46,13 @@ def vision_transformers() -> None:
 
 
 def token_tasks() -> None:
-    from transformers import (BertConfig, BertForQuestionAnswering, BertForTokenClassification,
-                              DistilBertConfig, DistilBertForMaskedLM)  # fmt: skip
+    from transformers import (
+        BertConfig,
+        BertForQuestionAnswering,
+        BertForTokenClassification,
+        DistilBertConfig,  # fmt: skip
+        DistilBertForMaskedLM,
+    )
 
     ids = torch.randint(1, 300, (2, 16), device=DEVICE)
     mask = torch.ones_like(ids)
@@ -104,8 +114,17 @@ def audio_functional() -> None:
 def graph_utils_more() -> None:
     from torch_geometric.nn import DiffGroupNorm, InstanceNorm, LayerNorm, PairNorm, global_max_pool
     from torch_geometric.nn.aggr import AttentionalAggregation, LSTMAggregation, MedianAggregation
-    from torch_geometric.utils import (contains_isolated_nodes, dropout_node, get_laplacian, homophily,
-                                       is_undirected, mask_feature, softmax, unbatch, unbatch_edge_index)  # fmt: skip
+    from torch_geometric.utils import (
+        contains_isolated_nodes,
+        dropout_node,
+        get_laplacian,
+        homophily,
+        is_undirected,  # fmt: skip
+        mask_feature,
+        softmax,
+        unbatch,
+        unbatch_edge_index,
+    )
 
     n = 40
     edges = torch.randint(0, n, (2, 120), device=DEVICE)
@@ -134,11 +153,20 @@ def graph_utils_more() -> None:
 
 
 def metrics_sixth() -> None:
-    from torchmetrics.classification import (BinaryFairness, BinarySpecificityAtSensitivity, MulticlassCalibrationError,
-                                             MulticlassPrecisionAtFixedRecall)  # fmt: skip
+    from torchmetrics.classification import (
+        BinaryFairness,
+        BinarySpecificityAtSensitivity,
+        MulticlassCalibrationError,
+        MulticlassPrecisionAtFixedRecall,  # fmt: skip
+    )
     from torchmetrics.image import SpectralAngleMapper, UniversalImageQualityIndex
-    from torchmetrics.regression import (ConcordanceCorrCoef, CosineSimilarity, KLDivergence, MeanAbsolutePercentageError,
-                                         TweedieDevianceScore)  # fmt: skip
+    from torchmetrics.regression import (
+        ConcordanceCorrCoef,
+        CosineSimilarity,
+        KLDivergence,
+        MeanAbsolutePercentageError,
+        TweedieDevianceScore,  # fmt: skip
+    )
     from torchmetrics.text import Perplexity
 
     probs, labels = torch.rand(60, device=DEVICE), torch.randint(0, 2, (60,), device=DEVICE)

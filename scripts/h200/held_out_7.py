@@ -6,7 +6,6 @@ import os
 from pathlib import Path
 
 import torch
-
 from harvest_each import DEVICE, _each, _updated
 
 
@@ -182,12 +181,21 @@ def metrics_seventh() -> None:
 
 
 def graph_models() -> None:
-    from torch_geometric.nn import (GAE, ChebConv, EdgePooling, GENConv, GraphUNet, HypergraphConv, SAGPooling,
-                                    TransformerConv, global_mean_pool)  # fmt: skip
+    from torch_geometric.data import Data
+    from torch_geometric.nn import (
+        GAE,
+        ChebConv,
+        EdgePooling,
+        GENConv,
+        GraphUNet,
+        HypergraphConv,
+        SAGPooling,
+        TransformerConv,  # fmt: skip
+        global_mean_pool,
+    )
     from torch_geometric.nn.aggr import GraphMultisetTransformer, SetTransformerAggregation
     from torch_geometric.nn.models import GIN, CorrectAndSmooth, LabelPropagation
     from torch_geometric.transforms import AddRandomWalkPE, LocalDegreeProfile, RandomLinkSplit, RandomNodeSplit
-    from torch_geometric.data import Data
 
     n = 40
     x = torch.randn(n, 8, device=DEVICE)
@@ -273,8 +281,16 @@ def audio_models_more() -> None:
 
 
 def hf_models_more() -> None:
-    from transformers import (DebertaV2Config, DebertaV2ForSequenceClassification, LongformerConfig,
-                              LongformerForMaskedLM, MambaConfig, MambaForCausalLM, Qwen2MoeConfig, Qwen2MoeForCausalLM)  # fmt: skip
+    from transformers import (
+        DebertaV2Config,
+        DebertaV2ForSequenceClassification,
+        LongformerConfig,
+        LongformerForMaskedLM,  # fmt: skip
+        MambaConfig,
+        MambaForCausalLM,
+        Qwen2MoeConfig,
+        Qwen2MoeForCausalLM,
+    )
 
     ids = torch.randint(3, 300, (2, 32), device=DEVICE)
 
@@ -365,7 +381,7 @@ def gp_models_more() -> None:
 
 def lightning_loops_more() -> None:
     import pytorch_lightning as pl
-    from pytorch_lightning.callbacks import BasePredictionWriter, RichProgressBar, RichModelSummary
+    from pytorch_lightning.callbacks import BasePredictionWriter, RichModelSummary, RichProgressBar
 
     class Module(pl.LightningModule):
         def __init__(self) -> None:

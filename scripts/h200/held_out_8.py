@@ -6,14 +6,22 @@ import os
 from pathlib import Path
 
 import torch
-
 from harvest_each import DEVICE, _each, _updated
 
 
 def hf_models_eighth() -> None:
-    from transformers import (BigBirdConfig, BigBirdForMaskedLM, DetrConfig, DetrForObjectDetection, FunnelConfig,
-                              FunnelForMaskedLM, SwitchTransformersConfig, SwitchTransformersForConditionalGeneration,
-                              XLNetConfig, XLNetLMHeadModel)  # fmt: skip
+    from transformers import (
+        BigBirdConfig,
+        BigBirdForMaskedLM,
+        DetrConfig,
+        DetrForObjectDetection,
+        FunnelConfig,
+        FunnelForMaskedLM,
+        SwitchTransformersConfig,
+        SwitchTransformersForConditionalGeneration,
+        XLNetConfig,  # fmt: skip
+        XLNetLMHeadModel,
+    )
 
     ids = torch.randint(3, 300, (2, 64), device=DEVICE)
 
@@ -130,7 +138,7 @@ def metrics_eighth() -> None:
 def graph_transforms() -> None:
     import torch_geometric.transforms as T
     from torch_geometric.data import Data
-    from torch_geometric.nn import GATConv, GINEConv, RGCNConv, FastRGCNConv, PointNetConv
+    from torch_geometric.nn import FastRGCNConv, GATConv, GINEConv, PointNetConv, RGCNConv
     from torch_geometric.nn.models import DeepGraphInfomax, GraphSAGE
 
     n = 40

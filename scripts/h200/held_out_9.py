@@ -6,7 +6,6 @@ import os
 from pathlib import Path
 
 import torch
-
 from harvest_each import DEVICE, _each, _updated
 
 

@@ -6,7 +6,7 @@
 source "$(dirname "$0")/env.sh"
 cd "$ROOT"
 full=(-t cuda,nvtx,osrt --cpuctxsw=none --sample=process-tree --backtrace=fp --cudabacktrace=sync,memory
-      --python-backtrace=cuda)  # nsync/nsys/capture.py: profile_flags
+      --python-backtrace=cuda)  # nsync/capturing/nsys/capture.py: profile_flags
 no_python=(-t cuda,nvtx,osrt --cpuctxsw=none --sample=process-tree --backtrace=fp --cudabacktrace=sync,memory)
 no_sampling=(-t cuda,nvtx,osrt --cpuctxsw=none --sample=none --cudabacktrace=sync,memory --python-backtrace=cuda)
 for round in $(seq "${1:-3}"); do

@@ -11,7 +11,7 @@ for spec in "$@"; do
   python3 - "$OUT/$out.calibration.json" "$name.py" "$mode" "$steps" > "/tmp/cal-$out.log" 2>&1 <<'PY'
 import sys
 from pathlib import Path
-from nsync.calibration import run_calibration, write_calibration
+from nsync.load.calibration import run_calibration, write_calibration
 run = run_calibration(["python3", *sys.argv[2:]], Path(sys.argv[1]), lambda note: print("nsync:", note))
 if run is not None and run.calibration is not None:
     write_calibration(run.calibration, Path(sys.argv[1]))

@@ -1,6 +1,6 @@
 """The capture window: which optimizer steps of a long job ``nsync profile`` captures, and what happened.
 
-The injected ``sitecustomize`` (nsync/nsys/inject) counts the program's optimizer steps, begins the NVTX
+The injected ``sitecustomize`` (nsync/capturing/inject) counts the program's optimizer steps, begins the NVTX
 range :data:`WINDOW_RANGE` at step W and ends it after step W+K, then ends the program; nsys, run with
 ``--capture-range=nvtx``, captures only inside that range. A program with no optimizer step gets a window by
 the clock. Each process writes what it saw into a folder of nsync's (:func:`outcome` reads them).
@@ -14,8 +14,10 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from nsync.errors import NsysError
 from nsync.marks import WINDOW_RANGE
 from nsync.settings import setting
+from nsync.words import counted
 
 STATE_SCHEMA = "nsync.window/1"
 
@@ -46,19 +48,6 @@ class CaptureWindow:
             f"{then}; a program with no optimizer step is captured for {self.seconds:g} s once it has used CUDA "
             f"for {self.wait_s:g} s"
         )
-
-    def env(self, folder: Path, ending: bool | None = None) -> dict[str, str]:
-        """The variables the sitecustomize reads; ``ending`` overrides ``run_to_end`` (the calibration run
-        is always ended after its window)."""
-        end = not self.run_to_end if ending is None else ending
-        return {
-            "NSYNC_WINDOW": f"{self.warmup_steps}:{self.steps}",
-            "NSYNC_WINDOW_DIR": str(folder),
-            "NSYNC_WINDOW_END": "exit" if end else "run",
-            "NSYNC_WINDOW_WAIT_S": f"{self.wait_s:g}",
-            "NSYNC_WINDOW_SECONDS": f"{self.seconds:g}",
-            "NSYNC_WINDOW_ROOT": "1",
-        }
 
     @staticmethod
     def nsys_flags() -> list[str]:
@@ -162,4 +151,27 @@ def window_of(
         run_to_end=run_to_end,
         wait_s=default.wait_s if wait_s is None else wait_s,
         seconds=default.seconds if seconds is None else seconds,
+    )
+
+
+class WindowNeverOpened(NsysError):
+    """The program ended before its capture window opened: nothing was captured."""
+
+    def __init__(self, message: str, seen: WindowOutcome) -> None:
+        super().__init__(message)
+        self.seen = seen
+
+
+def never_opened(window: CaptureWindow, seen: WindowOutcome) -> str:
+    if seen.optimizer_steps:
+        return (
+            f"nothing was captured: the program ended after {counted(seen.optimizer_steps, 'optimizer step')}, "
+            f"before the capture window opened at step {window.warmup_steps} "
+            f"({setting('ProfileOptions.warmup_steps')}): capture fewer warm-up steps, or the whole run "
+            f"({setting('ProfileOptions.whole_run=True')})"
+        )
+    return (
+        "nothing was captured: the program ended before any optimizer step, and before it had used CUDA for "
+        f"{window.wait_s:g} s (when a window by the clock opens): capture the whole run "
+        f"({setting('ProfileOptions.whole_run=True')})"
     )

@@ -26,7 +26,7 @@ Under ``nsync profile --backend torch`` (``NSYNC_TORCH_TRACE`` set) the window s
 instead of an NVTX range, and the step marks are ``record_function`` ranges (_nsync_kineto, beside this file).
 
 ``nsync measure`` given one command (``NSYNC_AB=B``, B steps a block) runs the program's two versions in one
-process: ``nsync.fixed()`` (nsync/ab.py) asks :func:`fixed` here which one the step in progress runs. During
+process: ``nsync.fixed()`` (nsync/capturing/ab.py) asks :func:`fixed` here which one the step in progress runs. During
 the window's warm-up they alternate step by step (both warm up); from the window on, in blocks of B optimizer
 steps, A B B A A B B A... (a drift of the host moves both alike). The optimizer steps ended when the program
 last asked are written with the timings (none: it never asked).
@@ -50,8 +50,8 @@ import weakref
 
 import _nsync_window  # type: ignore[import-not-found]  # beside this file, first on the program's sys.path
 
-_MARK = "nsync: optimizer step"  # nsync.nsys.inject.STEP_MARK
-_WINDOW_RANGE = "nsync-window"  # nsync.nsys.inject.WINDOW_RANGE
+_MARK = "nsync: optimizer step"  # nsync.capturing.inject.STEP_MARK
+_WINDOW_RANGE = "nsync-window"  # nsync.capturing.inject.WINDOW_RANGE
 _DATA_MARK = "nsync: data loader"  # nsync.marks.DATA_MARK
 _OPTIMIZER_MARK = "nsync: optimizer {}"  # nsync.marks.OPTIMIZER_MARK: which optimizer steps, in its step's range
 _optimizers = weakref.WeakKeyDictionary()  # type: weakref.WeakKeyDictionary[object, int]
@@ -128,7 +128,7 @@ def _write_timings():
     # where the window began, per source: the intervals from that index on are the captured steps'
     began = {k: v for k, v in _window.began_at.items() if k in intervals}
     with open(path, "w") as handle:
-        # nsync.calibration_run.RUN_SCHEMA, written as a literal: this file must not import nsync
+        # nsync.capturing.calibrate.RUN_SCHEMA, written as a literal: this file must not import nsync
         timings = {"schema": "nsync.calibration-run/1", "intervals_ns": intervals, "window_from": began}
         if _switch is not None:
             timings["fixed_last_asked"] = _switch.last_asked

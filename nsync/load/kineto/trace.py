@@ -7,7 +7,7 @@ event, as nsys's are from its session's start):
 - ``cuda_runtime`` / ``cuda_driver`` events -> ``api`` (their ``args.correlation`` links them to GPU work);
 - ``kernel`` / ``gpu_memcpy`` / ``gpu_memset`` -> ``gpu_ops``; a copy's direction and memories from its name
   (``Memcpy DtoH (Device -> Pageable)``), as CUPTI words them;
-- ``python_function`` events (``with_stack=True``) -> the Python stack of each call (nsync.load.kineto_stacks),
+- ``python_function`` events (``with_stack=True``) -> the Python stack of each call (nsync.load.kineto.stacks),
   each frame placed on its line from the source (nsync.load.frame_lines);
 - ``user_annotation`` (``record_function``, ``ProfilerStep#N``) -> ``nvtx_ranges``; PyTorch's own
   ``Optimizer.step#SGD.step`` annotations stand for nsync's optimizer-step marks where the trace has none;
@@ -26,10 +26,10 @@ import numpy as np
 import pandas as pd
 
 from nsync.load.frame_lines import FrameLines
-from nsync.load.kineto_json import Event, decoded
-from nsync.load.kineto_stacks import python_frames, stacks_of_calls
-from nsync.load.model import StackTable, Trace
-from nsync.load.readers import COPY_DIRECTIONS, GPU_OP_KINDS, MEMORY_OF_KIND, PID_MASK, with_launches
+from nsync.load.kineto.decode import Event, decoded
+from nsync.load.kineto.stacks import python_frames, stacks_of_calls
+from nsync.load.launches import with_launches
+from nsync.load.model import COPY_DIRECTIONS, GPU_OP_KINDS, MEMORY_KINDS, PID_MASK, StackTable, Trace
 from nsync.marks import STEP_MARK
 from nsync.notices import Notice
 from nsync.source import search_folders
@@ -72,7 +72,8 @@ def load_kineto(
     devices = data.deviceProperties
     trace = Trace(
         path=path,
-        nsys_version=None,
+        profiler="torch.profiler",
+        profiler_version=None,
         schema_version=None if data.schemaVersion is None else str(data.schemaVersion),
         api=api,
         gpu_ops=gpu_ops,
@@ -90,7 +91,6 @@ def load_kineto(
             {"device_id": [d.id for d in devices], "name": [d.name for d in devices], "uuid": [""] * len(devices)}
         ),
         span_ns=(min(int(s.min()) for s in spans), max(int(s.max()) for s in spans)) if spans else None,
-        capture={"profiler": "torch.profiler"},
     )
     trace.warnings.extend(_warnings(trace, int((~python["is_c"]).sum()), lines, repaired))
     return trace
@@ -188,8 +188,8 @@ def _gpu_ops(events: list[Event], by_cat: dict[str, list[int]], base_ns: int, ho
             "op": pd.Categorical(kind, categories=list(GPU_OP_KINDS)),
             "name": names.where(kind == "kernel").astype("category"),  # (a copy's or memset's: none, as nsys's)
             "copy_direction": pd.Categorical(copies["direction"], categories=list(COPY_DIRECTIONS)),
-            "src_memory": pd.Categorical(src, categories=list(MEMORY_OF_KIND)),
-            "dst_memory": pd.Categorical(dst, categories=list(MEMORY_OF_KIND)),
+            "src_memory": pd.Categorical(src, categories=list(MEMORY_KINDS)),
+            "dst_memory": pd.Categorical(dst, categories=list(MEMORY_KINDS)),
         }
     )
     return frame.sort_values("start", kind="stable").reset_index(drop=True)

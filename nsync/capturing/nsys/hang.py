@@ -172,7 +172,7 @@ AGENT_GRACE_S = 3.0  # an agent asked to stop cleans up within a fraction of a s
 def stop_agents(nsys_pid: int, grace_s: float = AGENT_GRACE_S) -> int:
     """Stop the agents of ``nsys_pid``'s session still running (a hung session's agent spins at 95 % CPU after
     nsys itself is gone); how many there were. SIGTERM first: an agent so stopped removes its state from
-    /dev/shm, which a SIGKILLed one leaves behind (nsync.nsys.leftovers); SIGKILL those still up after
+    /dev/shm, which a SIGKILLed one leaves behind (nsync.capturing.nsys.leftovers); SIGKILL those still up after
     ``grace_s``."""
     agents = [pid for pid, _name in session_agents(nsys_pid)]
     for pid in agents:

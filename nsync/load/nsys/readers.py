@@ -10,9 +10,10 @@ from typing import cast
 import numpy as np
 import pandas as pd
 
-from nsync.keys import dense_codes, match_rows_and_repeats, take_matched
-from nsync.load.db import ExportDb, Read, StringTable
-from nsync.load.rows import CAPTURE_SLACK_NS
+from nsync.keys import dense_codes
+from nsync.load.model import COPY_DIRECTIONS, GPU_OP_KINDS, MEMORY_KINDS, global_pid
+from nsync.load.nsys.db import ExportDb, Read, StringTable
+from nsync.load.nsys.rows import CAPTURE_SLACK_NS
 
 RUNTIME = "CUPTI_ACTIVITY_KIND_RUNTIME"
 API_EVENT_CLASSES = (0, 1)  # CUDA runtime, CUDA driver
@@ -24,27 +25,7 @@ PY_SAMPLING_DOMAINS = ("Python Periodic Sampling",)
 OVERHEAD_NAMES = ("CUDA profiling data flush overhead", "CUDA profiling stop overhead", "CUDA profiling overhead")
 _VERSION_SUFFIX = re.compile(r"_v\d+$")
 _PER_THREAD_SUFFIX = re.compile(r"_pt(sz|ds)$")
-PID_MASK = 0xFFFFFF
 UNNAMED = "<string "  # a name whose id StringIds lacks: "<string 1234>"
-
-
-def global_pid(global_tid: np.ndarray) -> np.ndarray:
-    """The process id serialised like nsys's ``globalPid``: the thread's id with the TID bits cleared."""
-    gt = np.asarray(global_tid, dtype=np.int64)
-    return gt - (gt & PID_MASK)
-
-
-def os_pid(global_pid: int) -> int:
-    """The operating system's process id in an nsys process id."""
-    return (global_pid >> 24) & PID_MASK
-
-
-def thread_labels(global_tids: list[int], threads: pd.DataFrame) -> dict[int, str]:
-    """``MainThread (4242)`` (the thread's name and OS id), or ``thread 4242`` when it has no name."""
-    names = dict(zip(threads["global_tid"].tolist(), threads["name"].astype(str).tolist()))
-    return {
-        tid: f"{names[tid]} ({tid & PID_MASK})" if names.get(tid) else f"thread {tid & PID_MASK}" for tid in global_tids
-    }
 
 
 def normalise_api_name(name: str) -> str:
@@ -120,7 +101,6 @@ def read_backtrace_twins(db: ExportDb, window: Window = None) -> dict[str, np.nd
     )
 
 
-GPU_OP_KINDS = ("kernel", "memcpy", "memset", "graph")
 GPU_OP_TABLES: tuple[tuple[str, dict[str, str]], ...] = (
     ("CUPTI_ACTIVITY_KIND_KERNEL", {"name_id": "shortName"}),
     (
@@ -145,8 +125,7 @@ COPY_DIRECTION_OF_KIND = (
     *(None, "HtoD", "DtoH", "HtoA", "AtoH", "AtoA", "AtoD", "DtoA", "DtoD", "HtoH", "PtoP"),
     *("HtoD", "DtoH", "DtoD"),
 )
-MEMORY_OF_KIND = ("pageable", "pinned", "device", "array", "managed", "device static", "managed static", "unknown")
-COPY_DIRECTIONS = tuple(dict.fromkeys(d for d in COPY_DIRECTION_OF_KIND if d))
+MEMORY_OF_KIND = MEMORY_KINDS  # ENUM_CUDA_MEM_KIND by id is nsync's list, in its order
 NO_ID = 0xFFFFFFFF  # CUPTI's "not applicable" stream or event id (a device-wide sync, a stream sync's event)
 
 
@@ -195,23 +174,6 @@ def _decoded(ids: np.ndarray, meaning: tuple[str | None, ...], categories: tuple
     known = (ids >= 0) & (ids < len(lookup))
     codes = np.where(known, lookup[np.where(known, ids, 0)], -1).astype(np.int8)
     return pd.Categorical.from_codes(codes, categories=list(categories))
-
-
-def with_launches(ops: dict[str, np.ndarray], api: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
-    """The GPU ops joined to the calls that launched them (same process and correlationId): launch_start,
-    launch_end and launch_tid; which calls launched some op (a mask over ``api``, for the loader's
-    cross-check); and which calls repeat an earlier call's (process, correlationId) (written twice). An op
-    whose call was not traced (nsys skips some APIs) gets its GPU start as launch time: it cannot have been
-    launched later than that."""
-    row, repeated = match_rows_and_repeats(
-        ops["global_pid"], ops["correlation_id"], api["global_pid"].to_numpy(), api["correlation_id"].to_numpy()
-    )
-    ops["launch_start"] = take_matched(api["start"].to_numpy(), row, ops["start"])
-    ops["launch_end"] = take_matched(api["end"].to_numpy(), row, ops["start"])
-    ops["launch_tid"] = take_matched(api["global_tid"].to_numpy(), row)
-    launched_op = np.zeros(len(api), bool)
-    launched_op[row[row >= 0]] = True
-    return pd.DataFrame(ops, copy=False), launched_op, repeated
 
 
 def read_busy_extra(db: ExportDb, strings: StringTable) -> pd.DataFrame:

@@ -24,16 +24,16 @@ from typing import Any
 import numpy as np
 
 from nsync.analysis import analyze
-from nsync.calibration import Calibration
+from nsync.capturing.run import TORCH_TRACE_SUFFIX, kineto_hooks
 from nsync.config import AnalysisConfig
 from nsync.errors import UsageError
+from nsync.load.calibration import Calibration
 from nsync.marks import OPTIMIZER_MARK, STEP_MARK
-from nsync.nsys.inject._nsync_kineto import enter_range, exit_range, new_profiler
 from nsync.render.options import RenderOptions
 from nsync.report import Analysis
-from nsync.torch_run import TRACE_SUFFIX
 
 IFRAME_HEIGHT_PX = 720
+new_profiler, enter_range, exit_range = kineto_hooks()  # torch.profiler as nsync profile --backend torch runs it
 
 
 @dataclass(repr=False)
@@ -172,7 +172,7 @@ class capture(ContextDecorator):
         profiler, window.profiler, window.finished = window.profiler, None, True
         profiler.stop()
         self.out_dir.mkdir(parents=True, exist_ok=True)
-        trace = self.out_dir / f"{self.name}{TRACE_SUFFIX}"
+        trace = self.out_dir / f"{self.name}{TORCH_TRACE_SUFFIX}"
         profiler.export_chrome_trace(str(trace))
         self.run.trace = trace
 

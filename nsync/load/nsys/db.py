@@ -8,7 +8,6 @@ branching on version numbers.
 from __future__ import annotations
 
 import functools
-import os
 import sqlite3
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -19,8 +18,9 @@ from typing import Any, NamedTuple, TypeVar
 import numpy as np
 import pandas as pd
 
-from nsync.errors import TraceError, UsageError
+from nsync.errors import TraceError
 from nsync.exports import NSYS_MARKER_TABLES, SQLITE_MAGIC
+from nsync.load.files import require_file
 
 META_TABLES = ("META_DATA_EXPORT", "EXPORT_META_DATA")  # 2023.4+, then 2022.4 and older
 
@@ -325,19 +325,6 @@ def _damaged(err: BaseException) -> str:
 def _first_line(err: BaseException) -> str:
     text = str(err).strip() or type(err).__name__
     return text.splitlines()[0]
-
-
-def require_file(path: Path) -> None:
-    """A one-line error for a path that is no readable file: missing or a folder (usage, exit 2), or
-    unreadable (exit 1)."""
-    if path.is_dir():
-        raise UsageError(f"{path}: is a folder, not a trace (give the .sqlite export or .nsys-rep)")
-    if not path.is_file():
-        if path.exists():  # a pipe, a socket or a device: nothing nsync can read twice
-            raise UsageError(f"{path}: not a regular file (give the .sqlite export or .nsys-rep)")
-        raise UsageError(f"{path}: no such file")
-    if not os.access(path, os.R_OK):
-        raise TraceError(f"{path}: cannot read (permission denied)")
 
 
 def open_export(path: str | Path, name: Path | None = None) -> ExportDb:

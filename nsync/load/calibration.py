@@ -1,8 +1,8 @@
 """A calibration: the program's own step times without the profiler, which the what-if is fitted to.
 
 ``nsync profile`` runs the program once (``--calibration-runs N``: N times, their steps pooled) without nsys
-before capturing it (nsync.calibration_run), with nsync's ``sitecustomize`` in its calibration mode
-(``nsync/nsys/inject``): CUDA events recorded at each optimizer step and each NVTX ``range_push`` give the
+before capturing it (nsync.capturing.calibrate), with nsync's ``sitecustomize`` in its calibration mode
+(``nsync/capturing/inject``): CUDA events recorded at each optimizer step and each NVTX ``range_push`` give the
 GPU time between successive steps, unprofiled. This
 module holds what the analysis reads of it, and nothing that runs a program. They are stored beside the
 SQLite as ``NAME.calibration.json`` (schema :data:`SCHEMA`); ``nsync analyze`` and ``nsync diff`` pick the
@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from nsync.commands import trace_stem
 from nsync.errors import TraceError
 from nsync.jsonfile import read_versioned
+from nsync.load.files import trace_stem
 
 SCHEMA = "nsync.calibration/1"
 SUFFIX = ".calibration.json"

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from nsync.errors import NsyncError, UsageError
-from nsync.load.db import ExportDb
+from nsync.load.nsys.db import ExportDb
 from nsync.settings import setting
 
 BASE_BYTES = 180 << 20

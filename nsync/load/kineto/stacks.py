@@ -20,7 +20,7 @@ import pandas as pd
 from nsync.load.frame_lines import LIBRARY_PREFIXES, FrameLines, c_function
 from nsync.load.model import Frame, StackTable
 
-# nsync's own files in the profiled program (nsync/nsys/inject, first on its sys.path): nsync's, not the user's
+# nsync's own files in the profiled program (nsync/capturing/inject, first on its sys.path): nsync's, not the user's
 INJECTED = {"sitecustomize.py", "_nsync_kineto.py"}
 _FRAME_NAME = re.compile(r"^(?P<file>.*)\((?P<line>\d+)\): (?P<function>.*)$")
 
@@ -178,7 +178,7 @@ def _file(file: str, roots: set[str]) -> str:
     if file.startswith(("/", "<")) or re.match(r"^[A-Za-z]:[\\/]", file):
         return file
     if file in INJECTED:
-        return f"{LIBRARY_PREFIXES[0]}nsync/nsys/inject/{file}"
+        return f"{LIBRARY_PREFIXES[0]}nsync/capturing/inject/{file}"
     top = _top(file)
     if top in sys.stdlib_module_names:
         return f"{LIBRARY_PREFIXES[1]}{file}"

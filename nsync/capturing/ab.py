@@ -8,7 +8,7 @@ few percent is told in one run (separate runs of one program differ by 6-22 % on
     ... else:
     ...     acc_sum += (pred == y).sum().item()       # the line nsync found
 
-A loop without an optimizer marks its steps with :func:`step`. This module imports nothing of nsync's, nor
+A loop without an optimizer marks its steps with :func:`step`. This module imports nothing of nsync but its marks, nor
 torch: a training script pays a dictionary look-up per call.
 """
 
@@ -17,8 +17,10 @@ from __future__ import annotations
 import os
 import sys
 
-ENV = "NSYNC_FIXED"  # outside nsync measure: 1 runs the fixed version throughout (default: as it is)
-SWITCH = "_nsync_switch"  # where nsync's sitecustomize (nsync/nsys/inject) puts itself under nsync's commands
+from nsync.marks import FIXED_ENV
+
+ENV = FIXED_ENV  # outside nsync measure: 1 runs the fixed version throughout (default: as it is)
+SWITCH = "_nsync_switch"  # where nsync's sitecustomize (nsync/capturing/inject) puts itself under nsync's commands
 
 
 def fixed() -> bool:

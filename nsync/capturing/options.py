@@ -7,12 +7,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from nsync.calibration import Calibration
-from nsync.commands import output_name
+from nsync.capturing.nsys import CaptureOptions
+from nsync.capturing.run import output_name
+from nsync.capturing.window import CaptureWindow, window_of
 from nsync.config import AnalysisConfig
 from nsync.errors import UsageError
-from nsync.nsys import CaptureOptions
-from nsync.nsys.window import CaptureWindow, window_of
+from nsync.load.calibration import Calibration
 from nsync.report import Analysis
 from nsync.settings import setting
 

@@ -13,8 +13,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from nsync.errors import NsysError
-from nsync.load.db import require_file
-from nsync.nsys.locate import Nsys, find_nsys
+from nsync.load.files import require_file
+from nsync.load.nsys.locate import Nsys, find_nsys
 
 Say = Callable[[str], None]
 

@@ -1,11 +1,10 @@
 """``nsync profile --backend torch``: the capture under torch.profiler instead of nsys. The program runs with
-nsync's sitecustomize (nsync/nsys/inject), which starts torch.profiler where the window of steps opens and
+nsync's sitecustomize (nsync/capturing/inject), which starts torch.profiler where the window of steps opens and
 writes its Chrome trace where it closes (``_nsync_kineto``), so that the same steps are captured as under nsys;
 the trace is then read as any torch.profiler trace (nsync.load.kineto)."""
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import tempfile
@@ -13,12 +12,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from nsync.capturing.nsys.capture import CaptureOptions
+from nsync.capturing.run import TORCH_TRACE_SUFFIX as TRACE_SUFFIX
+from nsync.capturing.run import Injection
+from nsync.capturing.window import WindowNeverOpened, WindowOutcome, never_opened, no_cuda_said, no_torch_said, outcome
 from nsync.errors import NoCudaUsed, TorchProfilerError
-from nsync.nsys import inject
-from nsync.nsys.capture import CaptureOptions, WindowNeverOpened, never_opened
-from nsync.nsys.window import WindowOutcome, no_cuda_said, no_torch_said, outcome
 
-TRACE_SUFFIX = ".pt.trace.json.gz"
 Say = Callable[[str], None]
 
 
@@ -44,12 +43,7 @@ def run_torch_capture(command: Sequence[str], options: CaptureOptions, say: Say)
     target.unlink(missing_ok=True)  # an earlier run's must never pass for this one's
     with tempfile.TemporaryDirectory(prefix="nsync-torch-") as scratch:
         folder = Path(scratch)
-        env = {**os.environ, "NSYNC_TORCH_TRACE": str(folder / f"trace-{{pid}}{TRACE_SUFFIX}")}
-        for leftover in ("NSYNC_CALIBRATE_DIR", "NSYNC_AB"):
-            env.pop(leftover, None)
-        env["PYTHONPATH"] = inject.pythonpath(env.get("PYTHONPATH"))
-        if options.window is not None:
-            env.update(options.window.env(folder))
+        env = Injection("torch", folder, options.window).env()
         stdout = 2 if options.program_output == "stderr" else None
         try:
             proc = subprocess.Popen(list(command), env=env, stdout=stdout)

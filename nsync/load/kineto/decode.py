@@ -11,8 +11,8 @@ from pathlib import Path
 import msgspec
 
 from nsync.errors import TraceError
+from nsync.load.files import GZIP_MAGIC
 
-GZIP_MAGIC = b"\x1f\x8b"
 MAX_QUOTE_REPAIRS = 100  # stray quotes escaped before a trace is called damaged
 _AT_BYTE = re.compile(r"\(byte (\d+)\)")
 
@@ -51,17 +51,6 @@ class File(msgspec.Struct):
     traceEvents: list[Event]
     deviceProperties: list[Device] = []
     schemaVersion: int | None = None
-
-
-def is_kineto(path: Path) -> bool:
-    """Whether ``path`` holds a Chrome-trace JSON, by its first bytes: a ``{``, or gzip (no nsys export is
-    gzip-compressed: a damaged one is then said by this reader)."""
-    try:
-        with path.open("rb") as handle:
-            head = handle.read(64)
-    except OSError:
-        return False
-    return head.startswith(GZIP_MAGIC) or head.lstrip().startswith(b"{")
 
 
 def decoded(path: Path) -> tuple[File, int]:

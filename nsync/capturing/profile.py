@@ -12,27 +12,19 @@ from pathlib import Path
 from typing import TypeVar
 
 from nsync.analysis import analyze
-from nsync.calibration import Calibration
-from nsync.calibration_run import pinned
-from nsync.commands import build_command
+from nsync.capturing.calibrate import calibrated, pinned
+from nsync.capturing.nsys import CaptureOptions, CaptureResult, NsysFailedFirst, run_capture
+from nsync.capturing.options import ProfileOptions, ProfileResult, label_run
+from nsync.capturing.run import build_command
+from nsync.capturing.torch_profiler import run_torch_capture
+from nsync.capturing.window import CaptureWindow, WindowNeverOpened, WindowOutcome, is_python
 from nsync.errors import NsysError, UsageError
-from nsync.nsys import (
-    CaptureOptions,
-    CaptureResult,
-    Nsys,
-    NsysFailedFirst,
-    WindowNeverOpened,
-    export_sqlite,
-    find_nsys,
-    run_capture,
-)
-from nsync.nsys.window import CaptureWindow, WindowOutcome, is_python
-from nsync.profiling.calibrating import calibrated
-from nsync.profiling.options import ProfileOptions, ProfileResult, label_run
+from nsync.load.calibration import Calibration
+from nsync.load.nsys.export import export_sqlite
+from nsync.load.nsys.locate import Nsys, find_nsys
 from nsync.render.options import RenderOptions
 from nsync.render.patch import SWITCH, render_switch
 from nsync.settings import setting
-from nsync.torch_run import run_torch_capture
 from nsync.words import counted
 
 Say = Callable[[str], None]
@@ -68,7 +60,7 @@ def profile(
 ) -> ProfileResult:
     """Capture the program ``target`` (``SCRIPT ARGS``, the arguments of ``options.module``, or any command) under
     nsys, export the report to SQLite and analyse it. With ``options.calibrate``, the program is first run without
-    the profiler to time its steps (nsync.calibration), ``options.calibration_runs`` times (their steps pooled: one
+    the profiler to time its steps (nsync.load.calibration), ``options.calibration_runs`` times (their steps pooled: one
     run on a slow moment of the host then counts for its share). The window of steps (ProfileOptions) is captured
     in both runs; the whole run where the command is no Python program, or the calibration run shows the program
     ends before the window does.
@@ -137,7 +129,7 @@ def _profiled_with_torch(
     calibration: Calibration | None,
     says: tuple[Say, Say | None],
 ) -> ProfileResult:
-    """The capture under torch.profiler (nsync.torch_run) and its analysis."""
+    """The capture under torch.profiler (nsync.capturing.torch_profiler) and its analysis."""
     tell, progress = says
     label_run(options, "the capture (under torch.profiler)")
     tell("capturing with torch.profiler (CPU and CUDA activity, Python frames)")

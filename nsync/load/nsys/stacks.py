@@ -8,10 +8,10 @@ import json
 import numpy as np
 import pandas as pd
 
-from nsync.load.db import ExportDb, StringTable
 from nsync.load.model import StackTable
-from nsync.load.pyframes import UNREADABLE, intern_blobs
-from nsync.load.readers import (
+from nsync.load.nsys.db import ExportDb, StringTable
+from nsync.load.nsys.pyframes import UNREADABLE, intern_blobs
+from nsync.load.nsys.readers import (
     NVTX_DOMAIN_CREATE,
     NVTX_MARK,
     PY_BACKTRACE_DOMAINS,

@@ -13,8 +13,8 @@ import numpy as np
 import pandas as pd
 
 from nsync.errors import TraceError
-from nsync.load.db import ExportDb
-from nsync.load.readers import GPU_COMMON_COLUMNS, GPU_OP_TABLES, RUNTIME, UNNAMED
+from nsync.load.nsys.db import ExportDb
+from nsync.load.nsys.readers import GPU_COMMON_COLUMNS, GPU_OP_TABLES, RUNTIME, UNNAMED
 from nsync.notices import Notice
 
 # table -> (columns every reader of it needs, what nsync reads from it)

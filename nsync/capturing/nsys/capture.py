@@ -16,25 +16,26 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from nsync.errors import NoCudaUsed, NsysError
-from nsync.load.model import PYTHON_FRAMES_NSYS
-from nsync.nsys import inject, leftovers
-from nsync.nsys.hang import QUIET_S, START_S, HangWatch, session_agents, stop_agents
-from nsync.nsys.leftovers import advice, stale_session_state
-from nsync.nsys.locate import Nsys
-from nsync.nsys.output import program_stream, relay
-from nsync.nsys.window import (
+from nsync.capturing.nsys import leftovers
+from nsync.capturing.nsys.hang import QUIET_S, START_S, HangWatch, session_agents, stop_agents
+from nsync.capturing.nsys.leftovers import advice, stale_session_state
+from nsync.capturing.nsys.output import program_stream, relay
+from nsync.capturing.run import Injection
+from nsync.capturing.window import (
     NVTX_CAPTURE_ENV,
     CaptureWindow,
+    WindowNeverOpened,
     WindowOutcome,
     is_python,
+    never_opened,
     no_cuda_said,
     no_torch_said,
     outcome,
 )
-from nsync.settings import setting
+from nsync.errors import NoCudaUsed, NsysError
+from nsync.load.model import PYTHON_FRAMES_NSYS
+from nsync.load.nsys.locate import Nsys
 from nsync.stdio import forget_ctrl_c
-from nsync.words import counted
 
 Say = Callable[[str], None]
 
@@ -52,9 +53,11 @@ class CaptureOptions:
     cpu_sampling: bool | None = None  # None: where this nsys records Python frames (Nsys.records_python_frames)
     nsys_args: tuple[str, ...] = ()
     keep_report: bool = True
-    hang_s: float = QUIET_S  # nsys making no progress this long after the program ended: hung (nsync.nsys.hang)
+    hang_s: float = (
+        QUIET_S  # nsys making no progress this long after the program ended: hung (nsync.capturing.nsys.hang)
+    )
     start_s: float = START_S  # a Python program not started this long after nsys: nsys hung at start
-    step_marks: bool = True  # mark each optimizer step with an NVTX range (nsync.nsys.inject)
+    step_marks: bool = True  # mark each optimizer step with an NVTX range (nsync.capturing.inject)
     window: CaptureWindow | None = None  # capture these steps only (needs step_marks' sitecustomize)
     program_output: str = "stdout"  # where the program's stdout goes: ours, or "stderr" (ours is for JSON)
 
@@ -125,9 +128,9 @@ def run_capture(nsys: Nsys, command: Sequence[str], options: CaptureOptions, say
     """Run ``command`` under ``nsys profile`` with live output; Ctrl-C stops the program, not the capture.
 
     The program's stdout reaches ours as it comes; nsys's own lines on that stream (progress bars, the
-    'Generated:' block) do not (nsync.nsys.output). nsys writes its raw capture (``.qdstrm``) into a folder of
+    'Generated:' block) do not (nsync.capturing.nsys.output). nsys writes its raw capture (``.qdstrm``) into a folder of
     nsync's own, removed whatever happens, and the program keeps its own TMPDIR. When nsys hangs after the
-    program ended (nsync.nsys.hang), it is shut down, its agent stopped, what it wrote imported if it can be,
+    program ended (nsync.capturing.nsys.hang), it is shut down, its agent stopped, what it wrote imported if it can be,
     and the program's exit code kept.
     """
     flags, notes = profile_flags(nsys, options)
@@ -234,29 +237,6 @@ class NsysFailedFirst(NsysError):
         self.advice = advice
 
 
-class WindowNeverOpened(NsysError):
-    """The program ended before its capture window opened: nothing was captured."""
-
-    def __init__(self, message: str, seen: WindowOutcome) -> None:
-        super().__init__(message)
-        self.seen = seen
-
-
-def never_opened(window: CaptureWindow, seen: WindowOutcome) -> str:
-    if seen.optimizer_steps:
-        return (
-            f"nothing was captured: the program ended after {counted(seen.optimizer_steps, 'optimizer step')}, "
-            f"before the capture window opened at step {window.warmup_steps} "
-            f"({setting('ProfileOptions.warmup_steps')}): capture fewer warm-up steps, or the whole run "
-            f"({setting('ProfileOptions.whole_run=True')})"
-        )
-    return (
-        "nothing was captured: the program ended before any optimizer step, and before it had used CUDA for "
-        f"{window.wait_s:g} s (when a window by the clock opens): capture the whole run "
-        f"({setting('ProfileOptions.whole_run=True')})"
-    )
-
-
 def _written(options: CaptureOptions, scratch: Path) -> list[Path]:
     """The files nsys writes while it finishes: its raw capture in ``scratch``, the report beside the outputs."""
     own = [p for p in scratch.glob("*") if p.name != SESSIONS]  # (the sessions folder is every nsys's)
@@ -295,11 +275,8 @@ def program_env(options: CaptureOptions, scratch: Path) -> dict[str, str]:
     if options.window is not None or options.capture_range == "nvtx":
         env.update(NVTX_CAPTURE_ENV)
     if options.step_marks:
-        env["PYTHONPATH"] = inject.pythonpath(env.get("PYTHONPATH"))
         (scratch / WINDOW_FOLDER).mkdir()  # where the program says it started (and what its window saw)
-        env["NSYNC_WINDOW_DIR"] = str(scratch / WINDOW_FOLDER)
-        if options.window is not None:
-            env.update(options.window.env(scratch / WINDOW_FOLDER))
+        env = Injection("nsys", scratch / WINDOW_FOLDER, options.window).env(env)
     return env
 
 
