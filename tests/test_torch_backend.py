@@ -50,7 +50,7 @@ def test_backend_torch_captures_the_window_of_a_cpu_loop_and_ends_it(tmp_path: P
     loaded = load_trace(trace)
     # the window opens before step 3 and closes after step 3 + 5: six optimizer steps, each marked
     assert loaded.nvtx_ranges["name"].tolist().count("nsync: optimizer step") == 6
-    assert loaded.capture["profiler"] == "torch.profiler" and not loaded.has_cuda
+    assert loaded.profiler == "torch.profiler" and not loaded.has_cuda
     assert (tmp_path / "nsync-out" / "loop.html").is_file()
 
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Literal
 
 from nsync.errors import TraceError, UsageError
-from nsync.load.model import Profiler
+
+Profiler = Literal["nsys", "torch.profiler"]  # what wrote a trace
 
 GZIP_MAGIC = b"\x1f\x8b"
 

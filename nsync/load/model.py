@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 
+from nsync.load.files import Profiler
 from nsync.notices import Notice
 
 
@@ -59,7 +60,6 @@ class CallsiteSource:
 GPU_OP_KINDS = ("kernel", "memcpy", "memset", "graph")
 COPY_DIRECTIONS = ("HtoD", "DtoH", "HtoA", "AtoH", "AtoA", "AtoD", "DtoA", "DtoD", "HtoH", "PtoP")
 MEMORY_KINDS = ("pageable", "pinned", "device", "array", "managed", "device static", "managed static", "unknown")
-Profiler = Literal["nsys", "torch.profiler"]
 
 # A thread's id as nsys serialises it (``globalTid``: the OS process id in bits 24-47, the thread's in 0-23); a
 # torch.profiler trace's ids are written the same way, so that every stage reads one kind of id

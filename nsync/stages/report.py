@@ -74,7 +74,7 @@ class StageOutputs:
     read_groups: list[ReadGroup] = field(default_factory=list)  # reads one copy would do (what_if prices them)
     fix_scopes: list[FixScope] = field(default_factory=list)  # fixes of several sites (priced after the reads)
     gpu_uuids: list[str] = field(default_factory=list)  # the physical GPUs the work ran on, where the export says
-    profiler: str = "nsys"  # what wrote the trace (nsync.load: the trace's capture["profiler"])
+    profiler: str = "nsys"  # what wrote the trace (nsync.load: Trace.profiler)
 
 
 def analysis_result(found: StageOutputs) -> Analysis:
