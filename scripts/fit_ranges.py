@@ -1,4 +1,4 @@
-"""Fit the likely range (nsync/stages/replay/likely.py) and the verdict's cut-offs (nsync/stages/verdict.py) on the
+"""Fit the likely range and the verdict's cut-offs (nsync/knowledge/fitted.py) on the
 tuning part of the ground truth, and score both parts (docs/accuracy.md, "How sure is a saving?").
 
     .venv/bin/python scripts/fit_ranges.py            # the fit, then the scores with the constants in the code
@@ -21,8 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from nsync.stages.replay.likely import LOG_RATIO_QUANTILES
-from nsync.stages.verdict import NOTHING_CHANCE, WORTH_FIXING_CHANCE
+from nsync.knowledge import LOG_RATIO_QUANTILES, NOTHING_CHANCE, WORTH_FIXING_CHANCE
 from tests.ground_truth import Scored, cases, fitted_cut_offs, fitted_quantiles, score_case, wrong
 
 

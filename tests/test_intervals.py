@@ -11,9 +11,9 @@ import statistics
 
 import pytest
 
-from nsync.stages.replay.likely import COVERAGE, LOG_RATIO_QUANTILES
+from nsync.knowledge import LOG_RATIO_QUANTILES, NOTHING_CHANCE, WORTH_FIXING_CHANCE
+from nsync.stages.replay.likely import COVERAGE
 from nsync.stages.report import StageOutputs
-from nsync.stages.verdict import NOTHING_CHANCE, WORTH_FIXING_CHANCE
 from tests.conftest import FIXTURES
 from tests.ground_truth import Scored, analysed, cases, fitted_cut_offs, fitted_quantiles, score_case, wrong
 from tests.test_fresh import SESSIONS, logged_runs

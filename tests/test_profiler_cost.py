@@ -13,8 +13,8 @@ from contextlib import closing
 import numpy as np
 import pytest
 
+from nsync.knowledge import PROFILER_GAP_NS
 from nsync.load import sqlite_file
-from nsync.stages.replay import PROFILER_GAP_NS
 from tests.conftest import FIXTURES
 
 COST = FIXTURES / "h200/profiler-cost"

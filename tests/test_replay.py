@@ -9,9 +9,9 @@ import pytest
 
 from nsync import AnalysisConfig
 from nsync.analysis import run_stages
+from nsync.knowledge import LOG_RATIO_QUANTILES
 from nsync.load.calibration import Calibration, beside
 from nsync.stages.replay import LOOP_BODY_OPS, PROFILED_HOST_SCALE_MAX, fit_host_scale, other_scales
-from nsync.stages.replay.likely import LOG_RATIO_QUANTILES
 from tests.conftest import FIXTURES
 from tests.ground_truth import analysed
 from tests.tracebuilder import DEVICE, DTOH, PAGEABLE, PINNED, TraceBuilder, ns

@@ -10,9 +10,11 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
-import pandas as pd
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
 
 TABLE = Path(__file__).with_name("libraries.json")
 SCHEMA = "nsync.libraries/1"

@@ -154,8 +154,8 @@ TWO_MACHINES = (
 )
 
 
-# fixtures/h200/hidden: a .item() that costs +7.8 % unprofiled read +1.9 % (noise 2 %) under the profiler
+# docs/diff-and-ci.md says how much (fixtures/h200/hidden: a .item() of +7.8 % unprofiled read +1.9 % under it)
 PROFILER_MAY_HIDE = (
-    "the profiler can hide a change of this size (a regression of +7.8 % without it read +1.9 % under it): "
-    "calibrate both runs (nsync profile), or time both programs without it (nsync measure), to tell"
+    "the profiler can hide a change of this size (it slows the host, and a regression on the host shrinks under "
+    "it): calibrate both runs (nsync profile), or time both programs without it (nsync measure), to tell"
 )

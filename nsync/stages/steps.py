@@ -18,7 +18,7 @@ import pandas as pd
 
 from nsync.config import AnalysisConfig
 from nsync.errors import UsageError
-from nsync.knowledge import generate_reads
+from nsync.knowledge import NESTED_REPEAT, generate_reads
 from nsync.load import Trace
 from nsync.marks import DATA_MARK, OPTIMIZER_MARK, STEP_MARK
 from nsync.settings import setting
@@ -360,12 +360,6 @@ def _kernel_period_steps(ops: pd.DataFrame) -> tuple[pd.DataFrame, str] | None:
     starts, ends = launch[gap_at[mine]], launch[gap_at[mine] + gap[mine]]
     name = names[step_code]
     return pd.DataFrame({"start": starts, "end": ends, "name": f"step (kernel: {name})"}), f"kernel:{name}"
-
-
-# a finer loop inside the period that repeats best is the step where the sequence repeats by it this well: a
-# generate() capture's tokens repeat 0.989 (its prefills break them), a step's layers where an odd kernel (the
-# embedding) breaks them each step 0.96 (tests/test_phases.py)
-NESTED_REPEAT = 0.98
 
 
 def _finer_period(

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from nsync.config import AnalysisConfig
+from nsync.knowledge import NOTHING_CHANCE, WORTH_FIXING_CHANCE
 from nsync.load import CallsiteSource
 from nsync.report.analysis import VerdictFacts, ns_to_ms, threshold_pct
 from nsync.stages.advice import ReadGroup
@@ -24,10 +25,7 @@ from nsync.stages.advice.scopes import FixScope
 from nsync.stages.callsites import issued_by_own_code, library_package
 from nsync.stages.replay import COVERAGE, WhatIf, chance_above
 
-# the verdict's cut-offs on the chance that the fix saves the threshold: chosen on the tuning part of the ground
-# truth (scripts/fit_ranges.py: the fewest wrong verdicts by the rules of docs/accuracy.md), scored on the rest
-WORTH_FIXING_CHANCE = 0.5
-NOTHING_CHANCE = 0.2
+# the verdict's cut-offs on the chance that the fix saves the threshold: nsync.knowledge.fitted
 MEASURE_HOW = (
     "measure it: put the fix behind `if nsync.fixed():` (--suggest-switch writes nsync's rewrites so) and run "
     "nsync measure on the program"

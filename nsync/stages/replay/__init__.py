@@ -24,10 +24,11 @@ the running sum of durations plus gaps (an op the fix removes adds nothing and w
 taken in time order (a loop over syncs, never over ops).
 """
 
+from nsync.knowledge import PROFILER_GAP_NS
 from nsync.stages.replay.budget import ReplaySkipped
 from nsync.stages.replay.fit import PROFILED_HOST_SCALE_MAX, HostScaleFit, fit_host_scale, other_scales
 from nsync.stages.replay.likely import COVERAGE, chance_above, likely_range
-from nsync.stages.replay.model import LOOP_BODY_OPS, PROFILER_GAP_NS, ReplayModel, prepare
+from nsync.stages.replay.model import LOOP_BODY_OPS, ReplayModel, prepare
 from nsync.stages.replay.settings import ReplaySettings
 from nsync.stages.replay.simulate import replay, step_times_ns
 from nsync.stages.replay.whatif import LoopSaving, WhatIf, priced_callsites, what_if

@@ -9,6 +9,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from nsync.knowledge import CALIBRATION_SPREAD, RUN_STEP_SPREAD
+
 FIT_REPLAYS = 14  # replays of the host-scale fit: both ends of SCALE_RANGE, then 12 bisection steps
 SCALE_RANGE = (0.05, 1.25)
 FIT_TOLERANCE = 0.005  # a replayed step within 0.5 % of the target fits
@@ -70,11 +72,8 @@ def fit_host_scale(
     )
 
 
-# Separate unprofiled runs of one program: the standard deviation of their steps' logarithms, a median 11.7 %
-# (fixtures/h200/measure); and the ends of a calibrated saving's range: another run's step 1.25 times shorter and
-# longer (AnalysisConfig.calibration_spread's default).
-RUN_STEP_SPREAD = 0.117
-RANGE_END_STEP = 1.25
+# how much separate runs' steps differ, and the ends of a calibrated saving's range (nsync.knowledge.fitted)
+RANGE_END_STEP = CALIBRATION_SPREAD
 # the point saving's weight at the fitted host scale (the other scales share the rest): 0.725
 FITTED_SCALE_WEIGHT = 1 - (RUN_STEP_SPREAD / np.log(RANGE_END_STEP)) ** 2
 

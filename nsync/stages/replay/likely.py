@@ -14,10 +14,9 @@ from typing import Any
 
 import numpy as np
 
+from nsync.knowledge import LOG_RATIO_QUANTILES
 from nsync.report.analysis import LIKELY_COVERAGE as COVERAGE
 
-# the 10th and 90th percentiles of ln(measured / predicted) on the tuning part (scripts/fit_ranges.py)
-LOG_RATIO_QUANTILES = {"calibrated": (-0.461, 0.367), "uncalibrated": (-0.496, 0.336)}
 _Z = NormalDist().inv_cdf(0.5 + COVERAGE / 2)
 
 

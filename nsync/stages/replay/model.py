@@ -14,10 +14,6 @@ from nsync.stages.steps import Steps, launched_in_steps
 from nsync.stages.timeline import GroupedTimes, group_codes, neighbour_in_group
 
 DEFAULT_LATENCY_NS = 5_000
-# what nsys adds to each op queued behind another on the H200's GPU: 1.70-1.72 µs a queued one-element kernel
-# unprofiled, 1.87-2.08 under nsync profile's flags, as the trace's rows say (0.93 run, 1.15 gap); the median
-# over three kernels and two runs (fixtures/h200/profiler-cost/README.md, "The GPU between queued kernels")
-PROFILER_GAP_NS = 190
 MAX_GAP_NS = 50_000  # an op that started later than this after the one before it waited for something else
 STREAM_KEYS = ("global_pid", "device_id", "stream_id")
 REPLAY_CHUNK = 1 << 18  # ops re-timed at a time

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from nsync.stages.replay.model import PROFILER_GAP_NS, REPLAY_CHUNK, ReplayModel, _Stream
+from nsync.knowledge import PROFILER_GAP_NS
+from nsync.stages.replay.model import REPLAY_CHUNK, ReplayModel, _Stream
 from nsync.stages.steps import gpu_step_times
 
 

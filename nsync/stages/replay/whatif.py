@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
+from nsync.knowledge import LOOP_GONE_SHARE
 from nsync.report.tables import LOOP_COLUMNS, SAVING_COLUMNS
 from nsync.stages.replay.budget import Budget, ReplaySkipped, budget_of
 from nsync.stages.replay.fit import HostScaleFit, fit_host_scale, other_scales, scale_weights
@@ -25,10 +26,6 @@ from nsync.stages.replay.simulate import replay, step_times_ns
 from nsync.stages.steps import Steps
 
 REPLAY_AGREES = 2.0  # the replay as captured within this factor of the measured steps, or no what-if
-# How far a loop's point lies from its reads released (0) to the whole loop gone (1), with the point a mean over
-# the host scales: chosen on the measured fixes of the sessions before fixtures/fresh8 (16 of them do a loop at
-# once), scored on fresh8 and fresh9 (0.5 before; fixtures/h200/README.md, "A loop done at once")
-LOOP_GONE_SHARE = 0.6
 
 Range = tuple[float, float]
 
