@@ -14,13 +14,13 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from nsync.code import search_folders
 from nsync.config import AnalysisConfig
 from nsync.load import Trace, load_trace
 from nsync.load.calibration import Calibration, beside, read_calibration
 from nsync.notices import Notice
 from nsync.report import Analysis
 from nsync.settings import setting
-from nsync.source import search_folders
 from nsync.stages.advice import ReadGroup, advise_callsites, advise_loops, in_source, read_groups
 from nsync.stages.advice.scopes import FixScope, fix_scopes
 from nsync.stages.attribute import attribute_syncs, device_busy, lead_curves

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from nsync.code import first_statement_line, statement_span, string_rows
 from nsync.render.patch import SWITCH, _apply
-from nsync.source import first_statement_line, statement_span, string_rows
 
 ROOT = Path(__file__).resolve().parent.parent
 LAB = ROOT / "fixtures/h200"

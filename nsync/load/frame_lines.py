@@ -15,8 +15,8 @@ import sysconfig
 from collections.abc import Iterator
 from pathlib import Path
 
+from nsync.code import find_source, parsed, source_text
 from nsync.load.model import Frame
-from nsync.source import find_source, source_text
 
 C_FUNCTION = re.compile(r"^<built-in (?:method|function) (?P<name>[\w.]+)")
 INWARD_FRAMES = 4  # how far in a frame's callee is looked for (wrappers, decorators)
@@ -95,9 +95,8 @@ class FrameLines:
         text = self._text(frame.file)
         if text is None:
             return None
-        try:
-            tree = ast.parse(text)
-        except (SyntaxError, ValueError):
+        tree = parsed(text)[1]
+        if tree is None:
             return None
         node = _scope_node(tree, frame.function, frame.line)
         return None if node is None else _calls_in(node)

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import jinja2
 
+from nsync.code import search_folders
 from nsync.errors import NsyncError
 from nsync.render.figures import Figure, steps_figure, timeline_figure
 from nsync.render.options import RenderOptions, refuse
@@ -28,7 +29,6 @@ from nsync.render.source import source_context, source_line
 from nsync.render.text import diff_headline, edits_said, fixed, likely
 from nsync.report import Analysis, Diff, Measurement, Ranks, Result
 from nsync.report.analysis import CallSite
-from nsync.source import search_folders
 from nsync.version import installed_version
 
 if TYPE_CHECKING:

@@ -18,11 +18,11 @@ import os
 import textwrap
 from pathlib import Path
 
+from nsync.code import find_source, first_statement_line, search_folders, source_lines, statement_span, string_rows
 from nsync.marks import FIXED_ENV
 from nsync.render.options import RenderOptions, refuse
 from nsync.render.text import printable
 from nsync.report import Analysis, Result
-from nsync.source import find_source, first_statement_line, search_folders, source_lines, statement_span, string_rows
 
 NOT_AN_ANALYSIS = "only an analysis has them, of one trace (nsync analyze)"
 

@@ -1,11 +1,11 @@
-"""The Python lines a report quotes: a call site's line and its neighbours (nsync.source reads the file)."""
+"""The Python lines a report quotes: a call site's line and its neighbours (nsync.code reads the file)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from nsync.source import source_lines
+from nsync.code import source_lines
 
 SOURCE_RADIUS = 2
 

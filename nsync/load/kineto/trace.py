@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from nsync.code import search_folders
 from nsync.load.frame_lines import FrameLines
 from nsync.load.kineto.decode import Event, decoded
 from nsync.load.kineto.stacks import python_frames, stacks_of_calls
@@ -32,7 +33,6 @@ from nsync.load.launches import with_launches
 from nsync.load.model import COPY_DIRECTIONS, GPU_OP_KINDS, MEMORY_KINDS, PID_MASK, StackTable, Trace
 from nsync.marks import STEP_MARK
 from nsync.notices import Notice
-from nsync.source import search_folders
 
 Progress = Callable[[str], None]
 OPTIMIZER_STEP = re.compile(r"^Optimizer\.step#")

@@ -10,13 +10,13 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from nsync.code import search_folders
 from nsync.render.options import RenderOptions
 from nsync.render.source import source_line
 from nsync.render.terminal.layout import ISSUED_AT, SOURCE_LINE, Column, code_lines, fitted_table, packed, table_width
 from nsync.render.text import ONCE_ROWS, SETTING, edits_said, fixed, likely, loop_saving, printable_all
 from nsync.report import Analysis
 from nsync.report.analysis import LIKELY, CallSite, FixedTogether, OnceSite, Phase, ReadTogether, where
-from nsync.source import search_folders
 from nsync.words import counted
 
 

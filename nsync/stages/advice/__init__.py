@@ -1,6 +1,6 @@
 """Stage 5b: the fix of each call site, written from the user's own code.
 
-The call site's line is read (nsync.source) and parsed (ast, ``code``). Its pattern is recognised from its
+The call site's line is read and parsed (nsync.code), then read (ast, ``code``). Its pattern is recognised from its
 text (``patterns``: the taxonomy of the articles nsync grew from: value reads, prints, control flow on GPU
 values, dynamic shapes, host-to-device traps, Python builtins on tensors, explicit synchronizes), or from its
 function where the text says nothing (``recognise``), and where the code allows it the rewrite is written in

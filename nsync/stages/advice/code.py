@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from nsync.source import source_text
+from nsync.code import parsed, snippet, source_text
 from nsync.stages.advice.patterns import UNKNOWN, classify
 
 
@@ -245,7 +245,7 @@ def read_code(file: str, line: int, search: Iterable[Path] = ()) -> _Code | None
     text = source_text(file, tuple(search)) if line > 0 else None
     if text is None:
         return None
-    lines, tree = _parsed(text)
+    lines, tree = parsed(text)
     if tree is None or line > len(lines):
         return None
     chain: list[ast.AST] = [tree]
@@ -282,22 +282,11 @@ def _syncing(statements: list[ast.stmt], lines: list[str]) -> ast.stmt:
 def _encoded(text: str) -> tuple[bytes, list[int]]:
     """A file as UTF-8 and where each of its lines starts in it (ast's column offsets count bytes), once per
     version of its text."""
-    encoded = [line.encode() for line in _parsed(text)[0]]
+    encoded = [line.encode() for line in parsed(text)[0]]
     starts = [0]
     for raw in encoded:
         starts.append(starts[-1] + len(raw) + 1)
     return b"\n".join(encoded), starts
-
-
-@functools.lru_cache(maxsize=64)
-def _parsed(text: str) -> tuple[list[str], ast.Module | None]:
-    """A file's lines and its syntax tree, once per version of its text (one parse for all its call sites)."""
-    lines = text.splitlines()
-    try:
-        tree: ast.Module | None = ast.parse("\n".join(lines))
-    except (SyntaxError, ValueError):
-        tree = None
-    return lines, tree
 
 
 def _is_copy_read(node: ast.AST) -> ast.expr | None:
@@ -365,20 +354,15 @@ def _calls_named(tree: ast.AST, name: str) -> list[ast.Call]:
 
 
 def _parses(text: str) -> bool:
-    try:
-        ast.parse(textwrap.dedent(text))
-    except SyntaxError:
-        return False
-    return True
+    return snippet(text) is not None
 
 
 def _same_branches_merged(text: str) -> str:
     """A rewrite that made both branches of a one-line conditional alike (``x.item() if a else x.detach()``,
     the read rewritten) with the condition gone: ``x.detach()``."""
     dedented = textwrap.dedent(text)
-    try:
-        tree = ast.parse(dedented)
-    except SyntaxError:  # (a compound statement's header alone)
+    tree = snippet(dedented)
+    if tree is None:  # (a compound statement's header alone)
         return text
     alike = [
         node

@@ -1,67 +1,36 @@
-"""The traced program's own Python files, read where they are readable here: the path the trace names, else the
-same file name in the folders searched (the trace's folder, the working directory, ``--source-dir``)."""
+"""The user's Python parsed: each version of a file's text once (``parsed``, shared by the loader, the advice and
+the patch), and what its statements are: the fewest statements holding some lines, where an import may go, which
+lines continue a string."""
 
 from __future__ import annotations
 
 import ast
 import functools
 import io
+import textwrap
 import tokenize
-from pathlib import Path
-
-MAX_SOURCE_BYTES = 5_000_000
-
-
-def search_folders(trace_path: str | Path, source_dirs: list[Path] | None = None) -> list[Path]:
-    """Where a traced file is looked for by name when its own path is not readable: the trace's folder, the
-    working directory, then ``source_dirs`` (``--source-dir``)."""
-    return [Path(str(trace_path)).resolve().parent, Path.cwd(), *(source_dirs or [])]
-
-
-def source_lines(file: str, search: list[Path] | tuple[Path, ...] = ()) -> list[str] | None:
-    """The lines of the Python file a trace names, or None when it is not readable here.
-
-    Only ``.py`` files are read: a trace names the paths, and a report must not quote other local files.
-    """
-    text = source_text(file, search)
-    return None if text is None else text.splitlines()
-
-
-def source_text(file: str, search: list[Path] | tuple[Path, ...] = ()) -> str | None:
-    """The text of the Python file a trace names (one string per version of the file: callers may cache on
-    it), or None when it is not readable here."""
-    found = find_source(file, search)
-    return None if found is None else _read(str(found))
-
-
-def find_source(file: str, search: list[Path] | tuple[Path, ...] = ()) -> Path | None:
-    """The readable local file a trace's path names: that path, else its name in the folders searched."""
-    if not file.endswith(".py"):
-        return None
-    name = Path(file).name
-    for path in [Path(file), *(Path(folder) / name for folder in search)]:
-        if _read(str(path)) is not None:
-            return path
-    return None
-
-
-def _read(path: str) -> str | None:
-    try:
-        found = Path(path)
-        if not found.is_file():
-            return None
-        stat = found.stat()
-    except OSError:
-        return None
-    return _text(path, stat.st_mtime_ns, stat.st_size) if stat.st_size <= MAX_SOURCE_BYTES else None
 
 
 @functools.lru_cache(maxsize=64)
-def _text(path: str, mtime_ns: int, size: int) -> str | None:
-    """A file's text, once per version of it (a report reads the same file for each of its call sites)."""
+def parsed(text: str) -> tuple[list[str], ast.Module | None]:
+    """A file's lines (as Python numbers them: split at newlines alone) and its syntax tree (None: it does not
+    parse), once per version of its text."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
     try:
-        return Path(path).read_text(encoding="utf-8", errors="replace")
-    except OSError:
+        tree: ast.Module | None = ast.parse(text)
+    except (SyntaxError, ValueError):
+        tree = None
+    return lines, tree
+
+
+def snippet(text: str) -> ast.Module | None:
+    """A few lines of code (a rewrite, a statement cut out of its file) parsed at their own indentation; None
+    where they do not parse alone."""
+    try:
+        return ast.parse(textwrap.dedent(text))
+    except (SyntaxError, ValueError):
         return None
 
 
@@ -70,11 +39,10 @@ def statement_span(text: str, first: int, last: int) -> tuple[int, int, int] | N
     ``first``-``last``, and their indentation; None when the file does not parse or no statement holds them.
     A range inside one compound statement's body (on lines of its own) is looked for in that body; an ``elif``
     clause is no statement of its own."""
-    try:
-        body: list[ast.stmt] = ast.parse(text).body
-    except (SyntaxError, ValueError):
+    lines, tree = parsed(text)
+    if tree is None:
         return None
-    lines = text.splitlines()
+    body: list[ast.stmt] = tree.body
     while True:
         touched = [s for s in body if _start(s) <= last and first <= (s.end_lineno or s.lineno)]
         if not touched:
@@ -126,10 +94,10 @@ def string_rows(text: str) -> set[int]:
 def first_statement_line(text: str) -> int:
     """Where a module-level import may go: the first statement after the docstring and ``__future__`` imports
     (1 in an empty file)."""
-    try:
-        body = ast.parse(text).body
-    except (SyntaxError, ValueError):
+    tree = parsed(text)[1]
+    if tree is None:
         return 1
+    body = tree.body
     for statement in body:
         docstring = isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant)
         future = isinstance(statement, ast.ImportFrom) and statement.module == "__future__"
