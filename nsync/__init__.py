@@ -21,6 +21,7 @@ stays fast.
 from __future__ import annotations
 
 import importlib
+import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -134,6 +135,27 @@ __all__ = [
     "to_settle",
     "write",
 ]
+
+
+def _shown_in_notebooks() -> None:
+    """In IPython (Jupyter's kernel), each result shows as its report: IPython is told of the result types by
+    name, so that nothing of them loads before one is shown."""
+    ipython = sys.modules.get("IPython")
+    shell = getattr(ipython, "get_ipython", lambda: None)() if ipython is not None else None
+    if shell is None:
+        return
+    html = shell.display_formatter.formatters["text/html"]
+    for name in ("Analysis", "Diff", "Ranks", "Measurement"):
+        html.for_type_by_name(f"nsync.report.{name.lower()}", name, _notebook_html)
+
+
+def _notebook_html(result: Any) -> str:
+    from nsync.render.notebook import notebook_html
+
+    return notebook_html(result)
+
+
+_shown_in_notebooks()
 
 
 def __getattr__(name: str) -> Any:

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 from nsync.errors import TraceError, UsageError
 
 
-def read_versioned(path: Path, schemas: str | tuple[str, ...], what: str) -> dict[str, Any]:
+def read_versioned(path: str | os.PathLike[str], schemas: str | tuple[str, ...], what: str) -> dict[str, Any]:
     """The JSON object in ``path``, written under one of ``schemas`` (``nsync.NAME/N``, the newest last); ``what``
     names such a file in the errors ("an nsync result"). A missing file or a folder is a :class:`UsageError`,
     anything else that is not one a :class:`TraceError`: one line each."""
+    path = Path(path)
     schemas = (schemas,) if isinstance(schemas, str) else schemas
     data = _read_object(path, what)
     found = data.get("schema")
@@ -24,8 +26,9 @@ def read_versioned(path: Path, schemas: str | tuple[str, ...], what: str) -> dic
     return data
 
 
-def read_schema(path: Path, what: str) -> str:
+def read_schema(path: str | os.PathLike[str], what: str) -> str:
     """The schema a JSON file of nsync's names (``nsync.analysis/2``), checked as read_versioned checks it."""
+    path = Path(path)
     found = _read_object(path, what).get("schema")
     if not isinstance(found, str):
         raise TraceError(f"{path}: not {what} (no schema)")

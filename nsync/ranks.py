@@ -28,8 +28,9 @@ from nsync.load import Trace, load_trace, split_processes
 from nsync.load.nsys.budget import SAFETY, available_memory_bytes
 from nsync.notices import Notice
 from nsync.report import Analysis
-from nsync.report.analysis import ns_to_ms, where
+from nsync.report.analysis import ns_to_ms
 from nsync.report.ranks import SCHEMA, RankFacts, Ranks, Straggler
+from nsync.report.sites import where
 from nsync.stages.detect import is_relevant_api
 from nsync.version import DISTRIBUTION
 

@@ -110,7 +110,9 @@ def test_capture_in_process_analyses_its_window_and_shows_the_report_inline(tmp_
     assert frame.startswith("<iframe") and "<script" not in frame.split("srcdoc=")[0]
     page = html.unescape(frame.split('srcdoc="', 1)[1].split('"', 1)[0])
     assert page.startswith("<!DOCTYPE html>") and "torch.profiler" in page
-    assert bundle["text/plain"].startswith("trace: ")
+    # one line as its plain text (issue 64: not the summary, which str() and print() give)
+    assert bundle["text/plain"].startswith("<nsync.CapturedRun: <nsync.Analysis of capture.pt.trace.json.gz: ")
+    assert "\n" not in bundle["text/plain"] and str(run).startswith("trace: ")
 
 
 def test_capture_whose_window_never_opened_says_so(tmp_path: Path) -> None:
@@ -132,13 +134,20 @@ def test_capture_in_a_notebook_run_headless_displays_the_report(tmp_path: Path) 
         "    for _ in range(8):\n"
         "        loss = model(x).square().mean(); optimizer.zero_grad(); loss.backward(); optimizer.step()",
         "run",
+        "text = str(run); line = repr(run)",
+        "print(line)",
     ]
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
     NotebookClient(
         notebook, timeout=240, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
     ).execute()
-    (shown,) = [out for out in notebook.cells[-1].outputs if out.output_type == "execute_result"]
+    run_cell, str_cell, print_cell = (cell.outputs for cell in notebook.cells[-3:])
+    (shown,) = run_cell  # the report once: no summary displayed beside it as a side effect (issue 64)
+    assert shown.output_type == "execute_result"
     assert shown.data["text/html"].startswith('<iframe title="nsync report"')
+    assert str_cell == []  # str() and repr() display nothing
+    (printed,) = print_cell
+    assert printed.text.startswith("<nsync.CapturedRun: <nsync.Analysis of ") and printed.text.count("\n") == 1
 
 
 GAN = """import time

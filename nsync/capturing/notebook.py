@@ -29,10 +29,9 @@ from nsync.config import AnalysisConfig
 from nsync.errors import UsageError
 from nsync.load.calibration import Calibration
 from nsync.marks import OPTIMIZER_MARK, STEP_MARK
-from nsync.render.options import RenderOptions
+from nsync.render.notebook import notebook_html
 from nsync.report import Analysis
 
-IFRAME_HEIGHT_PX = 720
 new_profiler, enter_range, exit_range = kineto_hooks()  # torch.profiler as nsync profile --backend torch runs it
 
 
@@ -50,16 +49,12 @@ class CapturedRun:
         """The report inline, in a frame of its own (its styles and scripts stay inside)."""
         if self.analysis is None:
             return f"<p>nsync: {html.escape(self.note or 'the block has not ended yet')}</p>"
-        from nsync.render.html import render_html
-
-        page = render_html(self.analysis, RenderOptions())
-        return (
-            f'<iframe title="nsync report" srcdoc="{html.escape(page, quote=True)}" '
-            f'style="width:100%;height:{IFRAME_HEIGHT_PX}px;border:0"></iframe>'
-        )
+        return notebook_html(self.analysis)
 
     def __repr__(self) -> str:
-        return str(self)
+        """One line: the analysis's verdict, or why there is none (``str()`` is the whole summary)."""
+        said = repr(self.analysis) if self.analysis is not None else self.note or "the block has not ended yet"
+        return f"<nsync.CapturedRun: {said}>"
 
     def __str__(self) -> str:
         if self.analysis is None:

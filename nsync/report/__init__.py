@@ -5,6 +5,7 @@ it back (``load``); the stages compute them, this package only holds them."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from nsync.errors import TraceError
@@ -25,8 +26,9 @@ RESULTS: tuple[type[Analysis] | type[Diff] | type[Ranks] | type[Measurement], ..
 )
 
 
-def load_result(path: Path, kind: type[Result] | None = None) -> Result:
+def load_result(path: str | os.PathLike[str], kind: type[Result] | None = None) -> Result:
     """The result a command's ``--json`` wrote to ``path``: of ``kind``, or of whichever command wrote it."""
+    path = Path(path)
     if kind is not None:
         return kind.load(path)
     schema = read_schema(path, "an nsync result")

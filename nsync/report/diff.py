@@ -4,11 +4,12 @@ prints it and, less the two runs' timelines, as its JSON (``nsync.diff/1``)."""
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from nsync.report.analysis import where
+from nsync.report.sites import where
 from nsync.report.timeline import Timeline
 from nsync.report.typed import NOT_IN_JSON, load_typed, plain
 
@@ -101,6 +102,12 @@ class Diff:
     # each run's timeline, for the HTML
     timelines: tuple[Timeline | None, Timeline | None] = dataclasses.field(default=(None, None), metadata=NOT_IN_JSON)
 
+    def __repr__(self) -> str:
+        delta = self.verdict_delta_pct
+        change = "" if delta is None else f", step {delta:+.1f} %"
+        names = f"{Path(self.baseline.path).name} -> {Path(self.candidate.path).name}"
+        return f"<nsync.Diff {names}: {self.verdict}{change}>"
+
     @property
     def verdict_delta_pct(self) -> float | None:
         """The step time's change on the verdict's basis (profiled, or predicted unprofiled)."""
@@ -143,6 +150,6 @@ class Diff:
             step["unprofiled"] = {key.removeprefix("unprofiled_"): step.pop(key) for key in keys} or None
 
     @classmethod
-    def load(cls, path: Path) -> Diff:
+    def load(cls, path: str | os.PathLike[str]) -> Diff:
         """A diff that ``nsync diff --json`` wrote (less the timelines, which the JSON does not hold)."""
         return load_typed(cls, path, "an nsync diff")

@@ -4,8 +4,8 @@ two versions in alternating blocks), and the change from the first to the second
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from nsync.report.typed import load_typed, plain
@@ -59,6 +59,14 @@ class Measurement:
     threshold_pct: float = THRESHOLD_PCT
     confidence: float = CONFIDENCE
     notes: list[str] | None = None
+
+    def __repr__(self) -> str:
+        change = self.change
+        return (
+            f"<nsync.Measurement {self.baseline.label} -> {self.candidate.label}: {self.verdict}, "
+            f"{change.pct:+.1f} % ({change.low_pct:+.1f} to {change.high_pct:+.1f} %)>"
+        )
+
     interrupted: bool = False  # Ctrl-C ended the runs early: the figures are of those made before it
     block_steps: int | None = None  # one command: its two versions alternated in blocks of this many steps
 
@@ -66,6 +74,6 @@ class Measurement:
         return plain(self)
 
     @classmethod
-    def load(cls, path: Path) -> Measurement:
+    def load(cls, path: str | os.PathLike[str]) -> Measurement:
         """A measurement that ``nsync measure --json`` wrote."""
         return load_typed(cls, path, "an nsync measurement")

@@ -3,8 +3,8 @@ renderers print it and the JSON (schema ``nsync.ranks/2``) writes it."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, ClassVar
 
 from nsync.notices import Notice
@@ -56,10 +56,13 @@ class Ranks:
     warnings: list[Notice]
     reports: list[Analysis]  # each rank's own analysis (no timeline, no tables)
 
+    def __repr__(self) -> str:
+        return f"<nsync.Ranks of {len(self.ranks)} ranks, {self.collectives} collectives lined up: {self.verdict}>"
+
     def to_dict(self) -> dict[str, Any]:
         return plain(self)
 
     @classmethod
-    def load(cls, path: Path) -> Ranks:
+    def load(cls, path: str | os.PathLike[str]) -> Ranks:
         """The lined-up ranks that ``nsync ranks --json`` wrote."""
         return load_typed(cls, path, "an nsync ranks result")

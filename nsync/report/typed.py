@@ -4,9 +4,9 @@ back into the dataclasses it was written from, checked, so that a saved result r
 from __future__ import annotations
 
 import dataclasses
+import os
 import types
 import typing
-from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from nsync.errors import TraceError
@@ -31,7 +31,7 @@ def plain(value: Any) -> Any:
     return value
 
 
-def load_typed(kind: type[Kind], path: Path, what: str) -> Kind:
+def load_typed(kind: type[Kind], path: str | os.PathLike[str], what: str) -> Kind:
     """The ``kind`` result that ``path`` holds, written under ``kind.SCHEMA`` or one of the older ``kind.READS``
     (``what`` names such a file in the errors; a field an older schema lacks takes its default);
     ``kind.json_shape``, where it has one, turns the JSON's shape into the dataclasses' first."""

@@ -15,26 +15,20 @@ from nsync.notices import Notice
 from nsync.report.analysis import (
     SCHEMA,
     Analysis,
-    CallSite,
-    FixedTogether,
     GpuIdle,
-    OnceSite,
     PerStep,
     Phase,
-    ReadTogether,
-    StackFrame,
     Status,
     StepFacts,
-    SyncFrame,
     Totals,
     TraceFacts,
     VerdictFacts,
     WhatIfFacts,
     Window,
     ns_to_ms,
-    where,
 )
 from nsync.report.fixes import Reads
+from nsync.report.sites import CallSite, FixedTogether, OnceSite, ReadTogether, StackFrame, SyncFrame, where
 from nsync.report.tables import AnalysisTables
 from nsync.report.timeline import Timeline, TimelineCalls, TimelineLead, TimelineOps, TimelineSyncs
 from nsync.stages.advice import ReadGroup

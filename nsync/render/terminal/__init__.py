@@ -37,6 +37,7 @@ def _(result: Measurement, options: RenderOptions = RenderOptions()) -> Renderab
 
 def render_terminal(result: Result, options: RenderOptions = RenderOptions()) -> str:
     """``result``'s summary as plain text, ``options.width`` columns wide."""
-    console = Console(record=True, width=options.width, file=io.StringIO(), color_system=None)
+    # (in a notebook rich would also display what it records: a string must have no side effect)
+    console = Console(record=True, width=options.width, file=io.StringIO(), color_system=None, force_jupyter=False)
     console.print(summary(result, options))
     return console.export_text()

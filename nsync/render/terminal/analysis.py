@@ -16,7 +16,8 @@ from nsync.render.source import source_line
 from nsync.render.terminal.layout import ISSUED_AT, SOURCE_LINE, Column, code_lines, fitted_table, packed, table_width
 from nsync.render.text import ONCE_ROWS, SETTING, edits_said, fixed, likely, loop_saving, printable_all
 from nsync.report import Analysis
-from nsync.report.analysis import LIKELY, CallSite, FixedTogether, OnceSite, Phase, ReadTogether, where
+from nsync.report.analysis import LIKELY, Phase
+from nsync.report.sites import CallSite, FixedTogether, OnceSite, ReadTogether, where
 from nsync.words import counted
 
 
