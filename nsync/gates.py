@@ -4,6 +4,7 @@ code the command returns (GateFailed: 3; CannotJudge: 1, a gate never passes unk
     >>> nsync.gates.fail_above(nsync.analyze("run.sqlite"), pct=5)           # nsync analyze --fail-above 5
     >>> nsync.gates.fail_on_regression(nsync.diff(base, cand), pct=5)       # nsync diff --fail-on-regression 5
     >>> nsync.gates.fail_on_slowdown(nsync.measure(a, b), pct=5)            # nsync measure --fail-on-regression 5
+    >>> nsync.gates.fail_on_straggler(nsync.analyze_ranks([run]), pct=5)    # nsync ranks --fail-above 5
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from nsync.errors import CannotJudge, GateFailed
 from nsync.render.text import fixed
 
 if TYPE_CHECKING:
-    from nsync.report import Analysis, Diff, Measurement
+    from nsync.report import Analysis, Diff, Measurement, Ranks
 
 
 def fail_above(analysis: Analysis, pct: float) -> None:
@@ -41,6 +42,21 @@ def fail_on_regression(result: Diff, pct: float) -> None:
         raise GateFailed(
             f"step time regressed by {fixed(result.verdict_delta_pct, 1)} % (> {pct:g} %, "
             f"{result.step_ms.verdict_basis})"
+        )
+
+
+def fail_on_straggler(ranks: Ranks, pct: float) -> None:
+    """Raise GateFailed when one rank's sync holds every rank's collectives for more than ``pct`` % of a step,
+    CannotJudge when no collective lined the ranks up or rank 0 has no steps (nothing to judge them by)."""
+    step_ms = ranks.ranks[0].median_step_ms if ranks.ranks else None
+    if not ranks.collectives or not step_ms:
+        raise CannotJudge("cannot judge these ranks", ranks.verdict)
+    top = ranks.stragglers[0] if ranks.stragglers else None
+    share = 100 * top.delay_ms_per_step / step_ms if top is not None else 0.0
+    if top is not None and share > pct:
+        raise GateFailed(
+            f"rank {top.rank}'s sync at {top.where} holds every rank's collectives for {fixed(share, 1)} % of a step "
+            f"(> {pct:g} %)"
         )
 
 

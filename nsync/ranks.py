@@ -36,6 +36,7 @@ from nsync.version import DISTRIBUTION
 
 COLLECTIVE_KERNEL = re.compile(r"^nccl", re.IGNORECASE)  # ncclDevKernel_AllReduce_Sum_f32_RING_LL, ncclKernel_...
 EXPORT_SUFFIXES = (".sqlite", ".sqlite.xz", ".json", ".json.gz")  # nsys exports, torch.profiler traces
+INCONCLUSIVE = "inconclusive"  # the verdict's first word where no collective lined the ranks up
 
 
 @dataclass(frozen=True)
@@ -205,7 +206,7 @@ def ranks_report(results: Sequence[RankResult], config: AnalysisConfig) -> Ranks
             )
         )
     step_ms = first.steps.median_ms
-    verdict, worth = _verdict(stragglers, held_ms, step_ms, config)
+    verdict, worth = _verdict(stragglers, held_ms, step_ms, config, len(results), int(lined.end_ns.size))
     return Ranks(
         schema=SCHEMA,
         ranks=ranks,
@@ -221,8 +222,18 @@ def ranks_report(results: Sequence[RankResult], config: AnalysisConfig) -> Ranks
 
 
 def _verdict(
-    stragglers: list[Straggler], held_ms: float, step_ms: float | None, config: AnalysisConfig
+    stragglers: list[Straggler],
+    held_ms: float,
+    step_ms: float | None,
+    config: AnalysisConfig,
+    ranks: int,
+    lined_up: int,
 ) -> tuple[str, bool]:
+    if not lined_up:  # nothing tells which rank holds the others: no figure of lateness means anything
+        return (
+            f"{INCONCLUSIVE}: no collective lined up across the {ranks} ranks, so none can be said to hold the others "
+            "(are these the ranks of one data-parallel run, captured with NCCL's kernels?)"
+        ), False
     if step_ms is None or step_ms <= 0:
         return "no steps on rank 0: no verdict", False
     threshold = config.worth_fixing_share * step_ms

@@ -153,6 +153,19 @@ def test_unwritable_json_path(tmp_path):
     assert_one_line_error(result, 2, "cannot write there, no such folder")
 
 
+def test_a_path_the_file_system_refuses_is_said_before_the_analysis(tmp_path):
+    """issue 64: /proc exists and root may write into it as far as os.access says, but no file can be made there:
+    rc 2 and one line at once, nothing printed before it; the try leaves no file behind where one can be made."""
+    result = run("analyze", ROOT / "fixtures/h200/p4.sqlite.xz", "--json", "/proc/nsync-out.json")
+    assert_one_line_error(result, 2, "--json /proc/nsync-out.json: cannot write there")
+    assert result.stdout == ""
+    bad, kept = tmp_path / "bad.sqlite", tmp_path / "r.md"
+    bad.write_text("not a trace")
+    refused = run("analyze", bad, "--markdown", kept)
+    assert refused.returncode == 1 and "not a SQLite file" in refused.stderr
+    assert not kept.exists()
+
+
 @pytest.mark.slow
 def test_trace_with_api_calls_but_no_gpu_work(tmp_path):
     b = TraceBuilder()

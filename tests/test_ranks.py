@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 
 from nsync import AnalysisConfig
+from nsync.errors import CannotJudge, GateFailed
+from nsync.gates import fail_on_straggler
 from nsync.ranks import rank_paths, rank_result, ranks_report
 from tests.test_cli import assert_one_line_error, run
 from tests.tracebuilder import DEVICE, DTOH, PINNED, TraceBuilder
@@ -124,6 +126,32 @@ def test_ranks_without_collectives_say_so(tmp_path: Path) -> None:
     report = ranks_report([rank_result(r, str(p), AnalysisConfig()) for r, p in enumerate(paths)], AnalysisConfig())
     assert report.collectives == 0 and report.stragglers == [] and not report.worth_fixing
     assert report.warnings[0].code == "no-collectives" and "no collective kernels (NCCL)" in report.warnings[0].message
+    # nothing lined up, nothing judged (issue 64): the verdict says inconclusive, and a gate cannot pass it
+    assert report.verdict.startswith("inconclusive: no collective lined up across the 2 ranks")
+    with pytest.raises(CannotJudge):
+        fail_on_straggler(report, 5)
+
+
+def test_the_ranks_gate_fails_on_a_rank_whose_sync_holds_the_others(late_pair: Path) -> None:
+    results = [rank_result(rank, str(path), AnalysisConfig()) for rank, path in rank_paths([late_pair])]
+    report = ranks_report(results, AnalysisConfig())
+    share = 100 * report.stragglers[0].delay_ms_per_step / report.ranks[0].median_step_ms
+    with pytest.raises(GateFailed, match="rank 1's sync at"):
+        fail_on_straggler(report, share - 1)
+    fail_on_straggler(report, share + 1)  # (under the threshold: passes)
+
+
+@pytest.mark.slow
+def test_ranks_of_two_single_gpu_runs_are_inconclusive_under_a_gate_with_the_warning_on_stderr(tmp_path: Path) -> None:
+    """issue 64: two single-GPU exports, nothing lined up: rc 1 under --fail-above (0 without a gate), the verdict
+    inconclusive, the warning on stderr and not in the summary."""
+    fixtures = Path(__file__).resolve().parent.parent / "fixtures/h200"
+    pair = [fixtures / "print_ok.sqlite.xz", fixtures / "print_deg.sqlite.xz"]
+    gated = run("ranks", *pair, "--workers", "1", "--fail-above", "5")
+    assert gated.returncode == 1, gated.stderr
+    assert "verdict: inconclusive: no collective lined up" in gated.stdout and "warning" not in gated.stdout
+    assert "nsync: warning: no collective kernels (NCCL)" in gated.stderr
+    assert run("ranks", *pair, "--workers", "1", "--fail-above", "5", "--pass-inconclusive").returncode == 0
 
 
 @pytest.mark.slow

@@ -123,6 +123,16 @@ AnalyzeFailAboveOption = Annotated[
         metavar="PCT",
     ),
 ]
+RanksFailAboveOption = Annotated[
+    float | None,
+    typer.Option(
+        "--fail-above",
+        min=0,
+        help="Exit 3 when one rank's sync holds every rank's collectives for more than PCT % of a step (a CI gate); "
+        "exit 1 when no collective lines the ranks up.",
+        metavar="PCT",
+    ),
+]
 AnalyzeCalibrationFileOption = Annotated[
     Path | None,
     typer.Option("--calibration", help="Calibration file to use instead of the one beside the trace.", metavar="FILE"),

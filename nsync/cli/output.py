@@ -134,8 +134,8 @@ def emit(result: Result, outputs: Outputs, view: View) -> bool:
         say(f"wrote {path}")
     for message in failed:
         sys.stderr.write(f"nsync: error: {printable(message)}\n")
-    if isinstance(result, Analysis) and not view.quiet:  # (other results hold their warnings in the summary)
-        kind = "note" if result.status != "ok" else "warning"
+    if isinstance(result, (Analysis, Ranks)) and not view.quiet:  # (the others say theirs in the summary)
+        kind = "note" if isinstance(result, Analysis) and result.status != "ok" else "warning"
         for notice in result.warnings:
             say(f"{kind}: {notice}")
     return not failed

@@ -13,13 +13,15 @@ from nsync.cli.options import (
     JsonOption,
     MarkdownOption,
     MaxMemoryOption,
+    PassInconclusiveOption,
     QuietOption,
+    RanksFailAboveOption,
     SavedOption,
     StepRangeOption,
     TopOption,
     parse_size,
 )
-from nsync.cli.output import Outputs, View, finish, loaded, refuse_with_from, required, spinning
+from nsync.cli.output import Gate, Outputs, View, finish, loaded, refuse_with_from, required, spinning
 
 
 @app.command(
@@ -31,6 +33,7 @@ from nsync.cli.output import Outputs, View, finish, loaded, refuse_with_from, re
         "nsync ranks rank0.sqlite rank1.sqlite --json ranks.json",
         "nsync ranks run/ --scheduler tcp://10.0.0.5:8786",
         "nsync ranks --from ranks.json --markdown ranks.md",
+        "nsync ranks run/ --fail-above 5  # CI: exit 3 past 5 % of a step",
     ),
 )
 @reported
@@ -50,6 +53,8 @@ def ranks_command(
         int | None,
         typer.Option(min=1, help="Worker processes of the local cluster (default: one per core).", metavar="N"),
     ] = None,
+    fail_above: RanksFailAboveOption = None,
+    pass_inconclusive: PassInconclusiveOption = False,
     quiet: QuietOption = False,
 ) -> None:
     """Line the ranks of a data-parallel run up on their collectives: the rank that reaches them last, and the
@@ -68,4 +73,5 @@ def ranks_command(
         config = nsync.AnalysisConfig(step_range=step_range, max_memory_bytes=parse_size(max_memory))
         with spinning("starting Dask") as progress:
             result = nsync.analyze_ranks(exports, config, scheduler, workers, progress=progress())
-    finish(result, outputs, View(top, quiet))
+    gate = Gate("--fail-above", fail_above, nsync.gates.fail_on_straggler, pass_inconclusive)
+    finish(result, outputs, View(top, quiet), gate)

@@ -11,7 +11,17 @@ from pathlib import Path
 
 from nsync.render.measurement import describe, how_measured, samples_of, verdict_line, version_of
 from nsync.render.options import RenderOptions
-from nsync.render.text import ONCE_ROWS, SETTING, diff_headline, edits_said, fixed, likely, printable, printable_all
+from nsync.render.text import (
+    ONCE_ROWS,
+    SETTING,
+    diff_headline,
+    edits_said,
+    fixed,
+    likely,
+    lined_up,
+    printable,
+    printable_all,
+)
 from nsync.report import Analysis, Diff, Measurement, Ranks, Result
 from nsync.report.analysis import LIKELY, CallSite
 from nsync.words import counted
@@ -230,8 +240,7 @@ def _ranks_markdown(result: Ranks, options: RenderOptions = RenderOptions()) -> 
         "",
         f"**{cell(report.verdict)}**",
         "",
-        f"{report.collectives} collectives lined up; the last rank holds the others "
-        f"{fixed(report.held_ms_per_step)} ms per step.",
+        f"{lined_up(report)}.",
         "",
         "| rank | last at collectives | late ms/step | step ms | GPU idle ms/step | steps | export |",
         "|---:|---:|---:|---:|---:|---:|---|",

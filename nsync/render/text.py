@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from nsync.report.analysis import CallSite
     from nsync.report.diff import Diff
+    from nsync.report.ranks import Ranks
 
 import dataclasses
 import textwrap
@@ -21,6 +22,7 @@ from typing import Any, TypeVar
 
 from nsync.report.analysis import LIKELY
 from nsync.report.fixes import Advice, LineEdit
+from nsync.words import counted
 
 # C0 controls, DEL and C1 controls; and the bidirectional embeddings, overrides and isolates
 _CONTROLS = [*range(0x00, 0x20), *range(0x7F, 0xA0), *range(0x202A, 0x202F), *range(0x2066, 0x206A)]
@@ -159,3 +161,13 @@ PROFILER_MAY_HIDE = (
     "the profiler can hide a change of this size (it slows the host, and a regression on the host shrinks under "
     "it): calibrate both runs (nsync profile), or time both programs without it (nsync measure), to tell"
 )
+
+
+def lined_up(ranks: Ranks) -> str:
+    """How many collectives lined the ranks up, and how long the last rank holds the others (none where none did)."""
+    if not ranks.collectives:
+        return "no collective lined up"
+    return (
+        f"{counted(ranks.collectives, 'collective')} lined up; the last rank holds the others "
+        f"{fixed(ranks.held_ms_per_step)} ms per step"
+    )

@@ -88,8 +88,24 @@ def check_writable(files: list[tuple[str, Path]], reading: Path | None = None) -
             raise UsageError(f"{label} {path}: cannot write there, no such folder {folder}")
         if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
             raise UsageError(f"{label} {path}: cannot write there, permission denied")
+        _try_writing(label, path)
         if reading is not None and _same_file(path, reading):
             raise UsageError(f"{label} {path}: that is the trace being analysed; nsync never writes into a trace")
+
+
+def _try_writing(label: str, path: Path) -> None:
+    """Open ``path`` for writing as the output will, changing nothing: a file system that refuses it (/proc, a
+    read-only mount, root's rights that os.access trusts) is said now. A file made for the try is removed."""
+    if path.exists() and not path.is_file():
+        return  # (a device or a pipe: opening it may wait, and writing it is the user's choice)
+    made = not path.exists()
+    try:
+        with path.open("ab"):
+            pass
+    except OSError as error:
+        raise UsageError(f"{label} {path}: cannot write there, {(error.strerror or str(error)).lower()}") from None
+    if made:
+        path.unlink(missing_ok=True)
 
 
 def _same_file(path: Path, other: Path) -> bool:

@@ -8,7 +8,7 @@ from rich.text import Text
 
 from nsync.render.options import RenderOptions
 from nsync.render.terminal.layout import Column, fitted_table
-from nsync.render.text import fixed, printable_all
+from nsync.render.text import fixed, lined_up, printable_all
 from nsync.report import Ranks
 
 RANK_COLUMNS: list[Column] = [
@@ -36,8 +36,7 @@ def ranks_summary(result: Ranks, options: RenderOptions) -> Group:
     top, width = options.top_or(10), options.width
     head = Text()
     head.append("nsync ranks ", style="bold")
-    head.append(f"{len(report.ranks)} ranks, {report.collectives} collectives lined up; the last rank holds the "
-                f"others {fixed(report.held_ms_per_step)} ms per step\n")  # fmt: skip
+    head.append(f"{len(report.ranks)} ranks, {lined_up(report)}\n")
     head.append(f"verdict: {report.verdict}\n", style="bold")
     rows = [
         {
@@ -67,5 +66,4 @@ def ranks_summary(result: Ranks, options: RenderOptions) -> Group:
             for site in report.stragglers[:top]
         ]
         parts.append(fitted_table(STRAGGLER_COLUMNS, sites, width))
-    parts.extend(Text(f"warning: {warning}", style="yellow") for warning in report.warnings)
     return Group(*parts)
