@@ -15,6 +15,7 @@ import pytest
 
 import nsync
 from nsync.load import load_trace
+from tests.test_real_nsys import needs_nsys
 
 torch = pytest.importorskip("torch", reason="a CPU build of torch (make test installs it)")
 pytestmark = pytest.mark.slow
@@ -70,6 +71,29 @@ def test_a_program_ending_inside_its_window_is_captured_from_its_warm_up_s_end_w
     assert f"the program ended on its own after {steps} optimizer steps" in done.stderr and said in done.stderr
     loaded = load_trace(tmp_path / "nsync-out" / "short.pt.trace.json.gz")
     assert loaded.nvtx_ranges["name"].tolist().count("nsync: optimizer step") == marks
+
+
+CPU_LOOP = """import torch
+m = torch.nn.Linear(8, 1); o = torch.optim.SGD(m.parameters(), lr=.1)
+for _ in range(80):
+    l = m(torch.randn(4, 8)).sum(); o.zero_grad(); l.backward(); o.step()
+"""
+
+
+@needs_nsys
+@pytest.mark.parametrize("calibrate", [True, False])
+def test_a_cpu_loop_under_nsys_is_refused_with_the_reason_and_the_torch_backend(tmp_path: Path, calibrate: bool):
+    """issue 64: a CPU-torch loop under nsys failed with an internal error ('_NVTXStub' object has no attribute
+    'rangeStartA') and rc 4 after the whole calibration run; it uses no CUDA, so rc 2 and why, either run."""
+    (tmp_path / "t.py").write_text(CPU_LOOP)
+    flags = [] if calibrate else ["--no-calibrate"]
+    argv = [sys.executable, "-m", "nsync", "profile", "--python", sys.executable, *flags, "t.py"]
+    done = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 2, done.stderr
+    run = "its calibration run" if calibrate else "under nsys"
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"nsync: error: the program made 50 optimizer steps without using CUDA ({run})")
+    assert "--backend torch captures its steps" in last and "could not open" not in done.stderr
 
 
 def test_backend_auto_without_nsys_captures_with_torch_profiler_and_says_why(tmp_path: Path) -> None:

@@ -190,6 +190,7 @@ def test_the_window_opens_at_step_w_closes_after_w_plus_k_and_ends_the_program(t
     fake = fake_torch(tmp_path / "fake")
     program = (
         "import sys, torch\nfrom torch.cuda import nvtx\nfrom torch.optim.optimizer import Optimizer\n"
+        "torch.cuda.initialized = True  # a GPU program (one on the CPU is refused: test_torch_backend.py)\n"
         "opt = Optimizer()\nfor i in range(20):\n"
         "    try:\n        opt.step()\n    except SystemExit:\n"
         "        print(nvtx.calls, flush=True)\n        if sys.argv[1] == 'exit': raise\n"
@@ -213,7 +214,7 @@ def test_a_loop_without_an_optimizer_is_windowed_by_its_nsync_step_calls(tmp_pat
     opened at step 2 and closed after step 5, the program ended there."""
     fake = fake_torch(tmp_path / "fake")
     program = (
-        "import nsync\nfrom torch.cuda import nvtx\nfor i in range(20):\n"
+        "import nsync, torch.cuda\nfrom torch.cuda import nvtx\ntorch.cuda.initialized = True\nfor i in range(20):\n"
         "    try:\n        nsync.step()\n    except SystemExit:\n        print(nvtx.calls, flush=True)\n        raise\n"
         "print('ran to the end')\n"
     )

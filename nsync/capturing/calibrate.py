@@ -20,7 +20,14 @@ import numpy as np
 from nsync.capturing.nsys import CaptureOptions
 from nsync.capturing.options import ProfileOptions, label_run, program_fd
 from nsync.capturing.run import Injection, Mode
-from nsync.capturing.window import CaptureWindow, WindowOutcome, no_cuda_said, no_torch_said, outcome
+from nsync.capturing.window import (
+    CaptureWindow,
+    WindowOutcome,
+    cpu_steps_said,
+    no_cuda_said,
+    no_torch_said,
+    outcome,
+)
 from nsync.errors import NoCudaUsed, ProgramFailed
 from nsync.load.calibration import Calibration, beside, intervals_of, pooled, write_calibration
 from nsync.settings import setting
@@ -152,11 +159,11 @@ def pinned(cpus: frozenset[int] | None) -> Iterator[None]:
 
 
 def calibrated(
-    command: Sequence[str], capture: CaptureOptions, options: ProfileOptions, tell: Say, whole_if_short: bool = True
+    command: Sequence[str], capture: CaptureOptions, options: ProfileOptions, tell: Say, under_nsys: bool = True
 ) -> tuple[CaptureOptions, Calibration | None]:
-    """The calibration runs (where asked), and the capture as they show it can be made (``whole_if_short``: a
-    program that ends inside its window captured whole, else from its warm-up's end, where it makes enough
-    steps)."""
+    """The calibration runs (where asked), and the capture as they show it can be made. ``under_nsys``: the
+    capture is nsys's, which needs CUDA, and captures a program that ends inside its window whole (torch.profiler
+    captures it from its warm-up's end, where it makes enough steps)."""
     target = beside(capture.base.with_suffix(".sqlite"))
     target.unlink(missing_ok=True)  # a calibration left from an earlier capture must not pass for this one's
     if not options.calibrate:
@@ -169,15 +176,16 @@ def calibrated(
     run = run_calibration(command, target, tell, capture.window, program_fd(options.program_output))
     if run is None:
         return capture, None
-    _stop_where_nothing_runs(run, capture.window)
-    capture = _after_calibration(capture, run, tell, whole_if_short)
+    _stop_where_nothing_runs(run, capture.window, needs_cuda=under_nsys)
+    capture = _after_calibration(capture, run, tell, whole_if_short=under_nsys)
     more = _more_runs(run.calibration, options.calibration_runs, command, capture, target, tell)
     return capture, _kept(more, target, tell)
 
 
-def _stop_where_nothing_runs(run: CalibrationRun, window: CaptureWindow | None) -> None:
+def _stop_where_nothing_runs(run: CalibrationRun, window: CaptureWindow | None, needs_cuda: bool) -> None:
     """Stop before the capture where it would run for nothing: a program that used no CUDA (it would run
-    unbounded again), or one that failed before its first step (it would fail again, under nsys)."""
+    unbounded again; ``needs_cuda``, under nsys: one whose steps ran on the CPU), or one that failed before its
+    first step (it would fail again, under nsys)."""
     if run.failed_at_once:
         raise ProgramFailed(
             f"the program ended on {run.failed_at_once} in its calibration run, before its first step (exit code "
@@ -187,6 +195,9 @@ def _stop_where_nothing_runs(run: CalibrationRun, window: CaptureWindow | None) 
     if window is not None and run.window is not None and run.nothing_on_a_gpu:
         which = "its calibration run"
         raise NoCudaUsed(no_cuda_said(window, which) if run.window.no_cuda else no_torch_said(which))
+    seen = run.window
+    if needs_cuda and seen is not None and seen.opened_by is not None and seen.torch and not seen.cuda:
+        raise NoCudaUsed(cpu_steps_said(seen, "its calibration run"))
 
 
 def _after_calibration(options: CaptureOptions, run: CalibrationRun, tell: Say, whole_if_short: bool) -> CaptureOptions:

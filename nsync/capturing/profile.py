@@ -86,7 +86,7 @@ def profile(
     if options.cpus:
         tell(f"running the program on CPUs {', '.join(map(str, sorted(options.cpus)))}")
     with pinned(options.cpus):
-        capture, calibration = calibrated(command, capture, options, tell, whole_if_short=nsys is not None)
+        capture, calibration = calibrated(command, capture, options, tell, under_nsys=nsys is not None)
         if nsys is None:
             return _profiled_with_torch(command, capture, options, calibration, (tell, progress))
         label_run(options, "the capture (under nsys)")

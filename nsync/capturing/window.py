@@ -73,6 +73,7 @@ class WindowOutcome:
     ended_program: bool = False
     no_cuda: bool = False  # ended for using no CUDA within the window's wait
     torch: bool = True  # some process imported torch (False: none did, so nothing of PyTorch's ran)
+    cuda: bool = True  # some process had used CUDA when it last said (False: its steps ran on the CPU)
     uncaught: str | None = None  # the exception that ended a process, by name
 
     def complete(self, window: CaptureWindow) -> bool:
@@ -93,6 +94,15 @@ def no_torch_said(run: str) -> str:
     return (
         f"the program never imported torch ({run}): nsync captures the steps of PyTorch programs on a GPU. "
         f"A program that uses CUDA otherwise can be captured whole ({setting('ProfileOptions.whole_run=True')})"
+    )
+
+
+def cpu_steps_said(seen: WindowOutcome, run: str) -> str:
+    """Why a program whose window opened without CUDA is not captured under nsys (``run``: which run it was)."""
+    return (
+        f"the program made {counted(seen.optimizer_steps, 'optimizer step')} without using CUDA ({run}): nsys captures "
+        "the GPU's work, and it has none. Does it run on the CPU (torch.cuda.is_available())? "
+        f"{setting('ProfileOptions.backend')} torch captures its steps under torch.profiler"
     )
 
 
@@ -117,6 +127,7 @@ def outcome(folder: Path) -> WindowOutcome:
         ended_program=any(bool(s.get("ended_program")) for s in states),
         no_cuda=any(bool(s.get("no_cuda")) for s in states),
         torch=any(bool(s.get("torch", True)) for s in states),
+        cuda=any(bool(s.get("cuda", True)) for s in states),
         uncaught=next((str(s["uncaught"]) for s in states if s.get("uncaught")), None),
     )
 

@@ -63,6 +63,7 @@ class Window:
             "ended_program": self.ending,
             "no_cuda": self.no_cuda,
             "torch": "torch" in sys.modules,
+            "cuda": self.cuda_here(),
             "uncaught": self.uncaught,
         }
 
@@ -81,7 +82,7 @@ class Window:
             if site._kineto is not None:
                 site._safely("start torch.profiler", site._kineto.start)
                 atexit.register(site._safely, "write the torch.profiler trace", site._kineto.stop)
-            else:
+            elif self.cuda_here():  # (a program on the CPU has no GPU work to capture: nsync says so)
                 from torch.cuda import nvtx
 
                 self.range_id = nvtx.range_start(site._WINDOW_RANGE)
@@ -115,11 +116,15 @@ class Window:
                 return self.close()
         return False
 
+    def cuda_here(self):
+        """Whether this process has used CUDA (torch's) by now."""
+        is_initialized = getattr(sys.modules.get("torch.cuda"), "is_initialized", None)
+        return bool(is_initialized is not None and self.site._safely("see CUDA", is_initialized))
+
     def uses_cuda(self):
         """Whether any process of the program has used CUDA (torch's): this one, or one that said so."""
         # (torch.cuda may be in sys.modules half imported, without is_initialized yet)
-        is_initialized = getattr(sys.modules.get("torch.cuda"), "is_initialized", None)
-        if is_initialized is not None and self.site._safely("see CUDA", is_initialized):
+        if self.cuda_here():
             return True
         names = self.site._safely("list the window folder", os.listdir, self.folder) or ()
         return any(name.startswith("cuda-") for name in names)

@@ -26,6 +26,7 @@ from nsync.capturing.window import (
     CaptureWindow,
     WindowNeverOpened,
     WindowOutcome,
+    cpu_steps_said,
     is_python,
     never_opened,
     no_cuda_said,
@@ -192,6 +193,8 @@ def _result(ended: _Ended, watch: HangWatch, options: CaptureOptions, say: Say) 
         raise WindowNeverOpened(never_opened(options.window, seen), seen)
     if report is None and options.window is not None and seen is not None and seen.opened_by and not seen.torch:
         raise NoCudaUsed(no_torch_said("under nsys"))
+    if report is None and seen is not None and seen.opened_by == "steps" and not seen.cuda:
+        raise NoCudaUsed(cpu_steps_said(seen, "under nsys"))
     if interrupted and report is None and seen is not None and not seen.opened_by:
         say("interrupted before the capture window opened: nothing was captured")
         raise KeyboardInterrupt
