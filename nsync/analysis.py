@@ -48,7 +48,8 @@ from nsync.stages.verdict import judge
 from nsync.waiting import result
 
 # one row per analysed step
-NO_CUDA = "no CUDA activity in this trace: nothing to attribute (was the program run on a GPU, with -t cuda?)"
+NO_CUDA = "no CUDA activity in this trace: nothing to attribute"
+NO_CUDA_NSYS = f"{NO_CUDA} (was the program run on a GPU, with -t cuda?)"  # (the torch.profiler reader says its own)
 NO_GPU_WORK = "CUDA API calls but no GPU work (kernels, copies, memsets) in this trace: nothing to attribute"
 Say = Callable[[str], None]
 CalibrationChoice = Calibration | Path | Literal["beside"] | None
@@ -115,7 +116,7 @@ def run_stages(
     say("replaying what-if")
     warnings = [*trace.warnings, *_process_notices(trace.gpu_ops)]
     settings = _replay_settings(
-        config, calibrated_by, found.steps, warnings, bound_by_data(found.steps, trace.nvtx_ranges)
+        config, calibrated_by, found.steps, warnings, bound_by_data(found.steps, trace.nvtx_ranges), trace.profiler
     )
     released = [group.released for group in groups] + [scope.site_ids for scope in scopes]
     predicted, callsites = _replayed(trace.gpu_ops, found, callsites, settings, released, search, warnings)
@@ -246,7 +247,12 @@ def _outside_notice(outside: int, syncs: int) -> Notice:
 
 
 def _replay_settings(
-    config: AnalysisConfig, calibration: Calibration | None, steps: Steps, warnings: list[Notice], waits_for_data: bool
+    config: AnalysisConfig,
+    calibration: Calibration | None,
+    steps: Steps,
+    warnings: list[Notice],
+    waits_for_data: bool,
+    profiler: str,
 ) -> ReplaySettings:
     """How the what-if replays: calibrated where the calibration timed these steps (else a warning says so)."""
     settings = ReplaySettings(
@@ -255,6 +261,7 @@ def _replay_settings(
         spread=config.calibration_spread,
         host_speed_spread=config.host_speed_spread,
         waits_for_data=waits_for_data,
+        profiler=profiler,
     )
     if calibration is None or not steps.count:
         return settings
@@ -348,7 +355,9 @@ def _empty_reason(trace: Trace, config: AnalysisConfig) -> str:
             f"the chosen window ({chosen}) holds no GPU work: the capture spans 0.000-{length_s:.3f} s "
             f"(choose another {setting('AnalysisConfig.window_s')}, in seconds from the capture's start)"
         )
-    return NO_CUDA if not trace.has_cuda else NO_GPU_WORK
+    if trace.has_cuda:
+        return NO_GPU_WORK
+    return NO_CUDA_NSYS if trace.profiler == "nsys" else NO_CUDA
 
 
 def _empty(trace: Trace, config: AnalysisConfig, reason: str) -> StageOutputs:

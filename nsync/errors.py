@@ -73,12 +73,13 @@ class Interrupted(BaseException):
 
 EXIT_CODES: dict[int, str] = {
     0: "success (a trace with no CUDA activity is a success too)",
-    1: "unusable input: not SQLite, not an nsys export, truncated or unreadable; out of memory; or a CI gate that "
-    "cannot judge",
+    1: "unusable input: neither an nsys SQLite export nor a torch.profiler trace, truncated or unreadable; out of "
+    "memory; or a CI gate that cannot judge",
     2: "usage error: bad option or argument, missing file, an option that needs a package not installed; "
-    "nsync profile of a program that used no CUDA within --wait-for-steps seconds",
+    "nsync profile of a program that used no CUDA (within --wait-for-steps seconds, or in its steps under nsys)",
     3: "a CI gate failed: nsync diff --fail-on-regression (the candidate regressed), nsync measure "
-    "--fail-on-regression (B measured slower) or nsync analyze --fail-above (a sync costs more than PCT % of a step)",
+    "--fail-on-regression (B measured slower), nsync analyze --fail-above (a sync costs more than PCT % of a step) "
+    "or nsync ranks --fail-above (a rank's sync holds the others past PCT %)",
     4: "nsys could not be found or failed (also: a `.nsys-rep` it could not export); with --backend torch, "
     "torch.profiler wrote no trace",
     130: "interrupted",

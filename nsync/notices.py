@@ -9,6 +9,7 @@ from typing import Literal
 NoticeCode = Literal[
     # the trace as read (nsync.load)
     "trace-cut",  # read for the part of its time that fits in memory
+    "trace-chosen",  # a folder of torch.profiler traces: which one was read
     "export-version",  # an export schema this nsync was not checked on
     "tables-disagree",  # calls without kernels, kernels without calls, nameless calls
     "devices-disagree",  # syncs on devices that ran no GPU work

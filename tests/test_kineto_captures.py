@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -178,3 +179,31 @@ def test_frames_are_placed_on_the_one_line_that_calls_inward(tmp_path, frames, v
     (tmp_path / "script.py").write_text(SCRIPT)
     placed = FrameLines([tmp_path]).placed(frames, via)
     assert [f.line for f in placed] == lines
+
+
+def test_a_folder_of_tensorboard_traces_is_read_by_its_newest_and_says_which(tmp_path: Path) -> None:
+    """issue 64: torch.profiler's tensorboard_trace_handler writes WORKER.TIME.pt.trace.json(.gz) into a folder;
+    `nsync analyze FOLDER` refused it. It reads the newest (by its time written), saying which."""
+    older, newer = tmp_path / "host_1.100.pt.trace.json.gz", tmp_path / "host_1.200.pt.trace.json.gz"
+    older.write_bytes((H100 / "w_item_degraded.pt.trace.json.gz").read_bytes())
+    newer.write_bytes((H100 / "w_item_healthy.pt.trace.json.gz").read_bytes())
+    os.utime(older, (1_700_000_000, 1_700_000_000))
+    result = nsync.analyze(tmp_path, source_dirs=[LAB])
+    assert result.trace.path == str(newer)
+    said = f"{tmp_path}: a folder; read host_1.200.pt.trace.json.gz, the newest of 2 torch.profiler traces in it"
+    assert [w.message for w in result.warnings if w.code == "trace-chosen"] == [said]
+    # the older one read alone is the degraded twin: its line is the sync the scenario marks
+    assert nsync.analyze(older, source_dirs=[LAB]).callsites[0].line == _sync_line(LAB / "w_item.py")
+
+
+def test_a_torch_profiler_trace_is_told_in_its_own_words(tmp_path: Path) -> None:
+    """issue 64: nsys's words (-t cuda, nsys's slow-down) on a torch.profiler trace; a JSON array read as a
+    damaged SQLite file."""
+    cpu = nsync.analyze(FIXTURES / "kineto/cpu_train.pt.trace.json.gz")
+    assert not any("-t cuda" in w.message for w in cpu.warnings)
+    result = nsync.analyze(H100 / "w_item_degraded.pt.trace.json.gz", source_dirs=[LAB], calibration=None)
+    assert result.what_if is not None and "torch.profiler slows a host more" in result.what_if.note
+    array = tmp_path / "events.json"
+    array.write_text("[1, 2, 3]")
+    with pytest.raises(nsync.TraceError, match=r"JSON, but not a torch\.profiler trace .* nor is it an nsys SQLite"):
+        nsync.analyze(array)

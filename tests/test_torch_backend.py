@@ -96,6 +96,24 @@ def test_a_cpu_loop_under_nsys_is_refused_with_the_reason_and_the_torch_backend(
     assert "--backend torch captures its steps" in last and "could not open" not in done.stderr
 
 
+def test_a_pipe_closed_downstream_reaches_neither_the_program_nor_the_capture(tmp_path: Path) -> None:
+    """issue 64: `nsync profile tiny.py | head -1`: the program printed into the closed pipe, died of
+    BrokenPipeError, and nsync blamed it (rc 1) and captured nothing. nsync now reads the program's output and
+    passes it on while the pipe is open; the capture is made and written."""
+    (tmp_path / "tiny.py").write_text(LOOP.replace("    loss.item()\n", "    print(f'step {step} {loss.item()}')\n"))
+    command = f"{sys.executable} -m nsync profile --backend torch --python {sys.executable} tiny.py | head -1"
+    done = subprocess.run(
+        ["bash", "-c", f"{command}; echo rc=${{PIPESTATUS[0]}}"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.stdout.splitlines() == [
+        "-- nsync: the program's output in the calibration run (without the profiler) --",
+        "rc=0",
+    ]
+    assert "BrokenPipeError" not in done.stderr and "exited with code" not in done.stderr
+    assert (tmp_path / "nsync-out/tiny.pt.trace.json.gz").is_file() and (tmp_path / "nsync-out/tiny.html").is_file()
+
+
 def test_backend_auto_without_nsys_captures_with_torch_profiler_and_says_why(tmp_path: Path) -> None:
     env = {**os.environ, "PATH": str(Path(sys.executable).parent), "NSYS": str(tmp_path / "no-nsys")}
     done = _profile(tmp_path, "--backend", "auto", "--steps", "4", "--warmup-steps", "2", "--no-calibrate", env=env)

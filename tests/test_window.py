@@ -307,6 +307,18 @@ def test_a_program_that_fails_at_once_is_run_once_and_stops_with_its_exit_code(t
 
 @pytest.mark.slow
 @needs_nsys
+def test_a_program_that_exits_with_an_error_code_before_its_first_step_stops_as_an_exception_does(tmp_path: Path):
+    """issue 64: `raise SystemExit(3)` before any step was captured anyway (a second run under nsys, an HTML)."""
+    (tmp_path / "e.py").write_text('print("starting")\nraise SystemExit(3)\n')
+    done = run_contained([NSYNC, "profile", "--python", sys.executable, "-o", "out", "e.py"], 300, cwd=tmp_path)
+    assert done.returncode == 3
+    said = "the program ended with exit code 3 in its calibration run, before its first step: nothing to capture"
+    assert last_error(done.stderr).startswith(said) and "capturing with nsys" not in done.stderr
+    assert done.stdout.count("starting") == 1 and list((tmp_path / "out").iterdir()) == []
+
+
+@pytest.mark.slow
+@needs_nsys
 @pytest.mark.parametrize("calibrate", [True, False], ids=["calibrated", "uncalibrated"])
 def test_nsync_step_in_a_program_without_torch_says_so_and_blames_no_nsys(tmp_path: Path, calibrate: bool):
     (tmp_path / "st.py").write_text(

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -19,7 +18,7 @@ import numpy as np
 
 from nsync.capturing.nsys import CaptureOptions
 from nsync.capturing.options import ProfileOptions, label_run, program_fd
-from nsync.capturing.run import Injection, Mode
+from nsync.capturing.run import Injection, Mode, start_program
 from nsync.capturing.window import (
     CaptureWindow,
     WindowOutcome,
@@ -57,12 +56,12 @@ class CalibrationRun:
 
     @property
     def failed_at_once(self) -> str | None:
-        """The exception that ended it before its first step (no optimizer step, no window by the clock, nothing
-        timed): a SyntaxError, an ImportError; None where it did not (a program may exit with a code of its own)."""
+        """How it ended with an error before its first step (no optimizer step, no window by the clock, nothing
+        timed): "on SyntaxError" (an exception), "with exit code 3" (``sys.exit(3)``); None where it did not."""
         seen = self.window
         if not self.failed or seen is None or self.calibration is not None or seen.optimizer_steps or seen.opened_by:
             return None
-        return seen.uncaught
+        return f"on {seen.uncaught}" if seen.uncaught else f"with exit code {self.exit_code}"
 
     @property
     def nothing_on_a_gpu(self) -> bool:
@@ -111,7 +110,7 @@ def timed_run(
         mode: Mode = "calibrate" if switch_block is None else "switch"
         env = Injection(mode, Path(scratch), window, ending=True, block_steps=switch_block).env()
         began = time.monotonic()
-        code = subprocess.run(list(command), env=env, stdout=stdout, check=False).returncode
+        code = start_program(command, env, stdout).wait()
         wall_s = time.monotonic() - began
         runs = [_read_run(path) for path in sorted(Path(scratch).glob("calibration-*.json"))]
         seen = outcome(Path(scratch)) if window is not None else None
@@ -187,9 +186,10 @@ def _stop_where_nothing_runs(run: CalibrationRun, window: CaptureWindow | None, 
     unbounded again; ``needs_cuda``, under nsys: one whose steps ran on the CPU), or one that failed before its
     first step (it would fail again, under nsys)."""
     if run.failed_at_once:
+        code = f" (exit code {run.exit_code})" if run.window is not None and run.window.uncaught else ""
         raise ProgramFailed(
-            f"the program ended on {run.failed_at_once} in its calibration run, before its first step (exit code "
-            f"{run.exit_code}): nothing to capture (its own output says why)",
+            f"the program ended {run.failed_at_once} in its calibration run, before its first step{code}: nothing "
+            "to capture (its own output says why)",
             run.exit_code,
         )
     if window is not None and run.window is not None and run.nothing_on_a_gpu:

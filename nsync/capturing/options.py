@@ -15,6 +15,7 @@ from nsync.errors import UsageError
 from nsync.load.calibration import Calibration
 from nsync.report import Analysis
 from nsync.settings import setting
+from nsync.stdio import drop_stdout
 
 CAPTURE_RANGES = ("cudaProfilerApi", "nvtx")
 BACKENDS = ("nsys", "torch", "auto")
@@ -134,5 +135,9 @@ def label_run(options: ProfileOptions, run: str) -> None:
     """Which run the output below is of, where the program's output goes (a pipe or a log shows both runs)."""
     if options.label_runs:
         stream = sys.stderr if options.program_output == "stderr" else sys.stdout
-        stream.write(f"-- nsync: the program's output in {run} --\n")
-        stream.flush()
+        try:
+            stream.write(f"-- nsync: the program's output in {run} --\n")
+            stream.flush()
+        except BrokenPipeError:  # (`nsync profile ... | head`: the capture goes on, its output goes nowhere)
+            if stream is sys.stdout:
+                drop_stdout()

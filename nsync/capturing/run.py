@@ -8,11 +8,14 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
+import stat
+import subprocess
 import sys
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import IO, Any, Literal
 
 from nsync.capturing import inject
 from nsync.capturing.window import CaptureWindow
@@ -116,3 +119,75 @@ def output_name(target: Sequence[str], module: str | None) -> str:
     if not target:
         return "nsync"
     return next((Path(arg).stem for arg in target if arg.endswith(".py")), Path(target[0]).name)
+
+
+DRAIN_S = 5.0  # how long the program's output is still read once it has exited (a worker left holding it)
+
+
+def start_program(command: Sequence[str], env: Mapping[str, str], stdout: int | None = None) -> Started:
+    """Start the user's program, its stdout going to ``stdout`` (a file descriptor; None: ours). Where that is a
+    pipe (``nsync profile train.py | head``), nsync reads the program's output and passes it on, and goes on
+    reading once the pipe is closed downstream: the program never sees it closed (it would die on its next
+    print, and be blamed). Raises OSError when it cannot start."""
+    sink = 1 if stdout is None else stdout
+    if not _a_pipe(sink):
+        return Started(subprocess.Popen(list(command), env=dict(env), stdout=stdout), None)
+    proc = subprocess.Popen(list(command), env=dict(env), stdout=subprocess.PIPE)
+    assert proc.stdout is not None
+    pump = threading.Thread(target=_pass_on, args=(proc.stdout, sink), name="program-stdout", daemon=True)
+    pump.start()
+    return Started(proc, pump)
+
+
+@dataclass(frozen=True)
+class Started:
+    """A started program, and the thread that passes its output on (None: it writes where it goes itself)."""
+
+    proc: subprocess.Popen[bytes]
+    pump: threading.Thread | None
+
+    def wait(self) -> int:
+        """Its exit code, once its output is passed on. Interrupted (Ctrl-C), it is killed as subprocess.run
+        kills it: after a moment to end on the SIGINT it got too, so that nothing of it outlives the run."""
+        try:
+            code = self.proc.wait()
+        except BaseException:
+            try:
+                self.proc.wait(timeout=0.25)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+            raise
+        self.drained()
+        return code
+
+    def drained(self) -> None:
+        """Once the program has exited: its last output passed on."""
+        if self.pump is not None:
+            self.pump.join(timeout=DRAIN_S)
+
+
+def _a_pipe(fd: int) -> bool:
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+
+
+def _pass_on(source: IO[bytes], sink: int) -> None:
+    """Copy ``source`` to the file descriptor ``sink`` until it ends; a sink that goes away stops the writing,
+    never the reading."""
+    open_sink = True
+    while chunk := os.read(source.fileno(), 1 << 16):
+        open_sink = open_sink and _written(sink, chunk)
+
+
+def _written(sink: int, chunk: bytes) -> bool:
+    """Whether all of ``chunk`` went to ``sink`` (False: the reader downstream is gone, BrokenPipeError)."""
+    try:
+        while chunk:
+            chunk = chunk[os.write(sink, chunk) :]
+    except OSError:
+        return False
+    return True

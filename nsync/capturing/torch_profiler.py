@@ -14,7 +14,7 @@ from pathlib import Path
 
 from nsync.capturing.nsys.capture import CaptureOptions
 from nsync.capturing.run import TORCH_TRACE_SUFFIX as TRACE_SUFFIX
-from nsync.capturing.run import Injection
+from nsync.capturing.run import Injection, start_program
 from nsync.capturing.window import WindowNeverOpened, WindowOutcome, never_opened, no_cuda_said, no_torch_said, outcome
 from nsync.errors import NoCudaUsed, TorchProfilerError
 
@@ -46,10 +46,11 @@ def run_torch_capture(command: Sequence[str], options: CaptureOptions, say: Say)
         env = Injection("torch", folder, options.window).env()
         stdout = 2 if options.program_output == "stderr" else None
         try:
-            proc = subprocess.Popen(list(command), env=env, stdout=stdout)
+            started = start_program(command, env, stdout)
         except OSError as err:
             raise TorchProfilerError(f"cannot start {command[0]}: {err.strerror}") from err
-        code, interrupted = _wait(proc)
+        code, interrupted = _wait(started.proc)
+        started.drained()
         seen = outcome(folder) if options.window is not None else None
         written = sorted(folder.glob(f"trace-*{TRACE_SUFFIX}"), key=lambda p: p.stat().st_size, reverse=True)
         _check(written, seen, options, code, interrupted)

@@ -22,7 +22,8 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,  # click's plain help: no boxes, no option name cut to fit a column
-    help="Find the Python lines whose CUDA syncs make the GPU wait, from Nsight Systems traces.\n\n"
+    help="Find the Python lines whose CUDA syncs make the GPU wait, from Nsight Systems or torch.profiler "
+    "traces.\n\n"
     "Exit codes: " + "; ".join(f"{code} {text}" for code, text in EXIT_CODES.items()),
 )
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -73,7 +74,7 @@ def _root(
         bool, typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit.")
     ] = False,
 ) -> None:
-    """Find the Python lines whose CUDA syncs make the GPU wait, from Nsight Systems traces."""
+    """Find the Python lines whose CUDA syncs make the GPU wait, from Nsight Systems or torch.profiler traces."""
 
 
 def reported(command: Callable[..., None]) -> Callable[..., None]:

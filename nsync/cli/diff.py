@@ -60,8 +60,8 @@ def diff_command(
     """Compare two runs: step time against its noise, and the call sites whose syncs grew or shrank. When
     both were calibrated (nsync profile), the verdict is on their predicted unprofiled step times.
 
-    BASELINE is the healthy or reference run, CANDIDATE the run to judge (each an SQLite export or an
-    .nsys-rep)."""
+    BASELINE is the healthy or reference run, CANDIDATE the run to judge (each an nsys SQLite export or
+    .nsys-rep, or a torch.profiler trace)."""
     outputs = Outputs(json=json_path, html=html_path, markdown=markdown_path)
     if saved is not None:
         refuse_with_from(BASELINE=baseline, CANDIDATE=candidate, **{"--step-range": step_range})

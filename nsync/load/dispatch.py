@@ -9,10 +9,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from nsync.load.files import profiler_of, require_file
+from nsync.load.files import newest_torch_trace, profiler_of, require_file
 from nsync.load.kineto import load_kineto
 from nsync.load.model import Trace, global_pid, os_pid
 from nsync.load.nsys import load_nsys
+from nsync.notices import Notice
 
 Progress = Callable[[str], None]
 
@@ -35,6 +36,16 @@ def load_trace(
     :class:`nsync.errors.TraceError` when the file cannot be analysed.
     """
     say = progress or (lambda _msg: None)
+    chosen = newest_torch_trace(Path(path)) if Path(path).is_dir() else None
+    if chosen is not None:
+        trace = load_trace(chosen[0], progress, keep_api, window_s, max_memory_bytes, source_dirs)
+        said = (
+            f"the newest of {chosen[1]} torch.profiler traces in it"
+            if chosen[1] > 1
+            else "the torch.profiler trace in it"
+        )
+        trace.warnings.insert(0, Notice("trace-chosen", f"{path}: a folder; read {chosen[0].name}, {said}"))
+        return trace
     require_file(Path(path))
     if profiler_of(Path(path)) == "torch.profiler":
         return load_kineto(Path(path), say, keep_api, window_s, source_dirs)

@@ -14,6 +14,18 @@ Profiler = Literal["nsys", "torch.profiler"]  # what wrote a trace
 GZIP_MAGIC = b"\x1f\x8b"
 
 
+TORCH_TRACES = ("*.pt.trace.json", "*.pt.trace.json.gz")  # what torch.profiler's tensorboard_trace_handler writes
+
+
+def newest_torch_trace(folder: Path) -> tuple[Path, int] | None:
+    """The newest torch.profiler trace in ``folder`` (a tensorboard_trace_handler's: one per profiled window and
+    worker), and how many there are; None where it holds none."""
+    found = [p for pattern in TORCH_TRACES for p in folder.glob(pattern) if p.is_file()]
+    if not found:
+        return None
+    return max(found, key=lambda p: (p.stat().st_mtime_ns, p.name)), len(found)
+
+
 def profiler_of(path: Path) -> Profiler:
     """``torch.profiler`` for a Chrome-trace JSON (a ``{``, or gzip: no nsys export is gzip-compressed, so a
     damaged one is said by the JSON reader), else ``nsys`` (an SQLite export, or its .xz)."""
@@ -22,14 +34,18 @@ def profiler_of(path: Path) -> Profiler:
             head = handle.read(64)
     except OSError:
         return "nsys"
-    return "torch.profiler" if head.startswith(GZIP_MAGIC) or head.lstrip().startswith(b"{") else "nsys"
+    json = head.lstrip().startswith((b"{", b"["))  # (a Chrome trace may be an array: its reader says what is wrong)
+    return "torch.profiler" if head.startswith(GZIP_MAGIC) or json else "nsys"
 
 
 def require_file(path: Path) -> None:
     """A one-line error for a path that is no readable file: missing or a folder (usage, exit 2), or
     unreadable (exit 1)."""
     if path.is_dir():
-        raise UsageError(f"{path}: is a folder, not a trace (give the .sqlite export or .nsys-rep)")
+        raise UsageError(
+            f"{path}: is a folder, not a trace (give an nsys .sqlite export or .nsys-rep, a torch.profiler trace, "
+            "or the folder of tensorboard_trace_handler's traces)"
+        )
     if not path.is_file():
         if path.exists():  # a pipe, a socket or a device: nothing nsync can read twice
             raise UsageError(f"{path}: not a regular file (give the .sqlite export or .nsys-rep)")

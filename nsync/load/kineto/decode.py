@@ -77,7 +77,9 @@ def _decode(raw: bytes, path: Path) -> tuple[File | None, str]:
     try:
         return msgspec.json.decode(raw, type=File), ""
     except msgspec.ValidationError as err:
-        raise TraceError(f"{path}: not a torch.profiler trace nsync can read ({err})") from err
+        raise TraceError(
+            f"{path}: JSON, but not a torch.profiler trace nsync can read ({err}); nor is it an nsys SQLite export"
+        ) from err
     except msgspec.DecodeError as err:
         return None, str(err)
 

@@ -22,6 +22,7 @@ class ReplaySettings:
     spread: float = 1.0
     host_speed_spread: float = 0.0
     waits_for_data: bool = False  # the host waits for its DataLoader much of a step (a slow run waited for data)
+    profiler: str = "nsys"  # what made the trace: the uncalibrated host scale is nsys's slow-down
 
     @property
     def calibrated(self) -> bool:

@@ -56,6 +56,7 @@ class WhatIf:
     sites_left_out: int = 0  # call sites not replayed (too many sync-replays)
     calibrated_steps_ns: np.ndarray | None = None  # the program's own unprofiled steps (calibration run), if known
     calibration_note: str = ""  # how the calibration was applied
+    profiler: str = "nsys"  # what made the trace
     group_saving_ns: tuple[float, ...] = ()  # per group of call sites released together (what_if's ``groups``)
     saving_range_ns: dict[int, Range] = field(default_factory=dict)
     group_range_ns: tuple[Range, ...] = ()
@@ -108,6 +109,11 @@ class WhatIf:
             return (
                 f"calibrated: host time scaled by {self.host_scale:.3g}, fitted to this program's unprofiled run "
                 f"({self.calibration_note}); savings are estimates"
+            )
+        if self.profiler != "nsys":
+            return (
+                f"uncalibrated: host time scaled by {self.host_scale:g}, nsys's slow-down; {self.profiler} slows a "
+                "host more (nsync profile --backend torch calibrates each run); savings are estimates"
             )
         return (
             f"uncalibrated: host time scaled by {self.host_scale:g}, nsys's slow-down measured on an H200 "
@@ -260,6 +266,7 @@ def what_if(
         sites_left_out=len(callsites) - len(sites),
         calibrated_steps_ns=settings.calibrated_steps_ns,
         calibration_note=fit.note,
+        profiler=settings.profiler,
         group_saving_ns=tuple(saving for saving, _ in group_cases),
         group_range_ns=tuple(span for _, span in group_cases),
         all_syncs_range_ns=saved.of(("all",))[1],
