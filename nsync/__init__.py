@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from nsync.render.json import render_json
     from nsync.render.markdown import render_markdown
     from nsync.render.options import RenderOptions
+    from nsync.render.sarif import render_sarif
     from nsync.render.terminal import render_terminal, summary
     from nsync.render.write import write
     from nsync.report import Analysis, Diff, Measurement, Ranks, Result, load_result
@@ -70,6 +71,7 @@ _LAZY = {
     "RenderOptions": "nsync.render.options",
     "render_json": "nsync.render.json",
     "render_markdown": "nsync.render.markdown",
+    "render_sarif": "nsync.render.sarif",
     "render_html": "nsync.render.html",
     "render_terminal": "nsync.render.terminal",
     "summary": "nsync.render.terminal",
@@ -129,6 +131,7 @@ __all__ = [
     "render_html",
     "render_json",
     "render_markdown",
+    "render_sarif",
     "render_terminal",
     "step",
     "summary",

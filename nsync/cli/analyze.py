@@ -8,6 +8,7 @@ from nsync.cli.options import (
     AnalyzeCalibrationFileOption,
     AnalyzeFailAboveOption,
     AnalyzeTraceOption,
+    AnnotationsOption,
     CalibrationOption,
     DbOption,
     HtmlOption,
@@ -16,6 +17,7 @@ from nsync.cli.options import (
     MaxMemoryOption,
     PassInconclusiveOption,
     QuietOption,
+    SarifOption,
     SavedOption,
     SourceDirOption,
     StepKernelOption,
@@ -64,6 +66,8 @@ def analyze_command(
     suggest_patch: SuggestPatchOption = None,
     suggest_switch: SuggestSwitchOption = None,
     db_path: DbOption = None,
+    sarif_path: SarifOption = None,
+    annotations: AnnotationsOption = False,
     fail_above: AnalyzeFailAboveOption = None,
     pass_inconclusive: PassInconclusiveOption = False,
     quiet: QuietOption = False,
@@ -76,7 +80,9 @@ def analyze_command(
     TRACE is the nsys SQLite export (.sqlite or .sqlite.xz, from 'nsys export --type sqlite
     --include-blobs=true'), an .nsys-rep when nsys is installed, or a torch.profiler trace (.json or
     .json.gz, from export_chrome_trace or tensorboard_trace_handler, captured with with_stack=True)."""
-    outputs = Outputs(json_path, html_path, markdown_path, db_path, suggest_patch, suggest_switch)
+    outputs = Outputs(
+        json_path, html_path, markdown_path, db_path, suggest_patch, suggest_switch, sarif_path, annotations
+    )
     if saved is not None:  # render a saved result: no flag that needs a trace
         refuse_with_from(TRACE=trace, **{"--step-range": step_range, "--step-kernel": step_kernel,
                          "--warmup-steps": warmup_steps, "--window": window, "--max-memory": max_memory,

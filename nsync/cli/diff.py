@@ -10,12 +10,14 @@ import typer
 import nsync
 from nsync.cli.app import Command, app, examples, reported
 from nsync.cli.options import (
+    AnnotationsOption,
     CalibrationOption,
     HtmlOption,
     JsonOption,
     MarkdownOption,
     PassInconclusiveOption,
     QuietOption,
+    SarifOption,
     SavedOption,
     StepRangeOption,
     TopOption,
@@ -42,6 +44,8 @@ def diff_command(
     json_path: JsonOption = None,
     html_path: HtmlOption = None,
     markdown_path: MarkdownOption = None,
+    sarif_path: SarifOption = None,
+    annotations: AnnotationsOption = False,
     fail_on_regression: Annotated[
         float | None,
         typer.Option(
@@ -62,7 +66,7 @@ def diff_command(
 
     BASELINE is the healthy or reference run, CANDIDATE the run to judge (each an nsys SQLite export or
     .nsys-rep, or a torch.profiler trace)."""
-    outputs = Outputs(json=json_path, html=html_path, markdown=markdown_path)
+    outputs = Outputs(json=json_path, html=html_path, markdown=markdown_path, sarif=sarif_path, annotations=annotations)
     if saved is not None:
         refuse_with_from(BASELINE=baseline, CANDIDATE=candidate, **{"--step-range": step_range})
         result = loaded(saved, nsync.Diff, outputs)

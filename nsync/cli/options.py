@@ -78,6 +78,22 @@ CalibrationOption = Annotated[
         "nsync profile writes (off: the uncalibrated model)."
     ),
 ]
+SarifOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--sarif",
+        help="Write the findings as SARIF 2.1.0 here, for code scanning (each on its line of a pull request).",
+        metavar="PATH",
+    ),
+]
+AnnotationsOption = Annotated[
+    bool,
+    typer.Option(
+        "--annotations",
+        help="Print the findings as GitHub Actions workflow commands (::warning file=...,line=...::), after the "
+        "summary: each shows on its line of the pull request.",
+    ),
+]
 MarkdownOption = Annotated[
     Path | None, typer.Option("--markdown", help="Write a Markdown summary here.", metavar="PATH")
 ]

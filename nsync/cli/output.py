@@ -42,17 +42,22 @@ class Outputs:
     db: Path | None = None
     patch: Path | None = None
     switch: Path | None = None
+    sarif: Path | None = None
+    annotations: bool = False  # GitHub's workflow commands on stdout, after the summary
 
     def files(self) -> list[tuple[str, Path, str]]:
         """(flag, path, format) of each file asked for."""
         named = [("--json", None if self.json in (None, "-") else Path(str(self.json)), "json")]
         named += [("--html", self.html, "html"), ("--markdown", self.markdown, "markdown"), ("--db", self.db, "db")]
         named += [("--suggest-patch", self.patch, "patch"), ("--suggest-switch", self.switch, "switch")]
+        named += [("--sarif", self.sarif, "sarif")]
         return [(flag, path, format) for flag, path, format in named if path is not None]
 
     def check(self, reading: Path | None = None) -> None:
         """Refuse now, before minutes of work, a file that cannot be written (nsync.render.write), or a database
         path that holds something else (nsync.render.database); ``reading``: the trace, never written."""
+        if self.annotations and self.json == "-":
+            raise UsageError("--annotations and --json - both write to stdout: give --json a file")
         check_writable([(flag, path) for flag, path, _ in self.files()], reading)
         if self.db is not None:
             from nsync.render.database import check_database_path
@@ -130,6 +135,10 @@ def emit(result: Result, outputs: Outputs, view: View) -> bool:
         sys.stdout.write(nsync.render_json(result))
     else:
         _print(lambda width: _summary(result, view, width))
+    if outputs.annotations:
+        from nsync.render.annotations import render_annotations
+
+        sys.stdout.write(render_annotations(result, view.options("annotations")))
     for path in written if not view.quiet else ():
         say(f"wrote {path}")
     for message in failed:

@@ -6,6 +6,7 @@
 >>> nsync.write(nsync.diff(base, cand), "diff.md")  # a pull-request comment
 >>> nsync.write(analysis, "syncs.db")               # every sync, for SQL
 >>> nsync.write(analysis, "fixes.patch")            # the rewrites, as a diff to review (never applied)
+>>> nsync.write(analysis, "syncs.sarif")            # SARIF 2.1.0, for code scanning on the pull request
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
     from nsync.report import Result
 
 FORMATS = {".json": "json", ".md": "markdown", ".markdown": "markdown", ".html": "html", ".htm": "html"}
-FORMATS |= {".db": "db", ".sqlite": "db", ".sqlite3": "db", ".patch": "patch", ".diff": "patch"}
+FORMATS |= {".db": "db", ".sqlite": "db", ".sqlite3": "db", ".patch": "patch", ".diff": "patch", ".sarif": "sarif"}
 # each text format's renderer, render_FORMAT(result, options) -> str in its module (loaded when used: the HTML
 # renderer's templates and plotly stay out of a command that writes no page)
 RENDERERS = {
@@ -34,6 +35,8 @@ RENDERERS = {
     "patch": ("nsync.render.patch", "render_patch"),
     "switch": ("nsync.render.patch", "render_switch"),
     "text": ("nsync.render.terminal", "render_terminal"),
+    "sarif": ("nsync.render.sarif", "render_sarif"),
+    "annotations": ("nsync.render.annotations", "render_annotations"),
 }
 
 
@@ -41,8 +44,9 @@ def write(result: Result, path: str | Path, format: str | None = None, options: 
     """Render ``result`` (any command's) into ``path`` and return the path.
 
     ``format``: json, markdown, html, db (every sync, for SQL), patch (the rewrites as a unified diff), switch
-    (the same, each behind ``if nsync.fixed():`` for nsync measure) or text (the terminal summary); by default
-    the one ``path``'s suffix names (.json, .md, .html, .db, .patch). ``options``: the call sites listed, where
+    (the same, each behind ``if nsync.fixed():`` for nsync measure), sarif (the findings, for code scanning),
+    annotations (the same as GitHub workflow commands) or text (the terminal summary); by default the one
+    ``path``'s suffix names (.json, .md, .html, .db, .patch, .sarif). ``options``: the call sites listed, where
     to look for the traced Python files (nsync.render.options). Raises UsageError for a format that cannot be
     told or does not fit ``result`` (one line: a diff has no database), NsyncError when the file cannot be
     written.
