@@ -79,6 +79,17 @@ def test_an_export_without_metadata_says_it_is_outside_the_supported_range(edite
     )
 
 
+# TARGET_INFO_GPU as nsys 2020.5 wrote it, from the export's own rows (its GPU's CUDA ordinal is its id here)
+LEGACY_GPU_TABLE = [
+    "CREATE TABLE legacy (vmId INTEGER NOT NULL, deviceId INTEGER NOT NULL, name TEXT, busLocation TEXT, "
+    "isDiscrete INTEGER)",
+    "INSERT INTO legacy SELECT 281474976710656, id, name, '0000:02:00.0', 1 FROM TARGET_INFO_GPU",
+    "DROP TABLE TARGET_INFO_GPU",
+    "ALTER TABLE legacy RENAME TO TARGET_INFO_GPU",
+    "DROP TABLE TARGET_INFO_CUDA_DEVICE",
+]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "statements",
@@ -92,7 +103,18 @@ def test_an_export_without_metadata_says_it_is_outside_the_supported_range(edite
             "UPDATE TARGET_INFO_GPU SET id = 3",
             "UPDATE TARGET_INFO_CUDA_DEVICE SET gpuId = 3",
         ],
+        [  # nsys 2020.5 (../shared/docs/legacy-2020-schema.txt): TARGET_INFO_GPU by deviceId, no id column
+            *LEGACY_GPU_TABLE,
+        ],
+        [  # the same, its name NULL: the CUDA device's own table (by deviceId) names it
+            *LEGACY_GPU_TABLE,
+            "UPDATE TARGET_INFO_GPU SET name = NULL",
+            "CREATE TABLE TARGET_INFO_CUDA_GPU (vmId INTEGER NOT NULL, name TEXT NOT NULL, deviceId INTEGER NOT NULL, "
+            "pid INTEGER)",
+            "INSERT INTO TARGET_INFO_CUDA_GPU SELECT vmId, 'NVIDIA H200', deviceId, 0 FROM TARGET_INFO_GPU",
+        ],
     ],
+    ids=["early-2021", "cuda-visible-devices", "2020.5", "2020.5-unnamed"],
 )
 def test_gpu_names_come_from_either_gpu_table(edited, statements: list[str]) -> None:
     data = json.loads(run("analyze", edited(*statements), "--json", "-").stdout)

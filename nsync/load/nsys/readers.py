@@ -254,8 +254,11 @@ def read_gpus(db: ExportDb) -> pd.DataFrame:
     """GPU names by the ``deviceId`` of the activity tables: ``TARGET_INFO_GPU`` (its ids mapped through
     ``TARGET_INFO_CUDA_DEVICE`` where present, which handles CUDA_VISIBLE_DEVICES; else through its own
     ``cuDevice``, the CUDA ordinal, as 2022.4 and 2023.4 write it), or the ``TARGET_INFO_CUDA_GPU`` of
-    early-2021 exports."""
-    if db.has("TARGET_INFO_GPU", "name"):
+    early-2021 exports. A 2020 export keys ``TARGET_INFO_GPU`` by ``deviceId`` itself, with no ``id``
+    (docs/nsys-sqlite.md, legacy-2020-schema.txt)."""
+    if db.has("TARGET_INFO_GPU", "deviceId") and not db.has("TARGET_INFO_GPU", "id"):
+        frame = _legacy_gpus(db)
+    elif db.has("TARGET_INFO_GPU", "name"):
         columns = {"gpu_id": "id", "name": "name", "uuid": "uuid"}  # (NULL where the export has no uuid)
         frame = _ints(db.select("TARGET_INFO_GPU", columns), ["gpu_id"])
         if db.has("TARGET_INFO_CUDA_DEVICE", "cudaId") and db.has("TARGET_INFO_CUDA_DEVICE", "gpuId"):
@@ -276,6 +279,17 @@ def read_gpus(db: ExportDb) -> pd.DataFrame:
     # the GPU's own identity (one physical device, so one machine), where the export has it
     frame["uuid"] = frame["uuid"].fillna("").astype(str) if "uuid" in frame else ""
     return frame.drop_duplicates("device_id").reset_index(drop=True)[["device_id", "name", "uuid"]]
+
+
+def _legacy_gpus(db: ExportDb) -> pd.DataFrame:
+    """A 2020 export's GPUs: ``TARGET_INFO_GPU`` by ``deviceId``, a name it lacks taken from
+    ``TARGET_INFO_CUDA_GPU`` (the CUDA device's properties, by the same ``deviceId``)."""
+    frame = _ints(db.select("TARGET_INFO_GPU", {"device_id": "deviceId", "name": "name"}), ["device_id"])
+    if db.has("TARGET_INFO_CUDA_GPU", "deviceId"):
+        cuda = _ints(db.select("TARGET_INFO_CUDA_GPU", {"device_id": "deviceId", "cuda_name": "name"}), ["device_id"])
+        frame = frame.merge(cuda.drop_duplicates("device_id"), on="device_id", how="outer")
+        frame["name"] = frame["name"].where(frame["name"].notna() & (frame["name"] != ""), frame["cuda_name"])
+    return frame[["device_id", "name"]]
 
 
 SPAN_PROBES = ("CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_KERNEL")
