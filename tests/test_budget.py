@@ -100,4 +100,5 @@ def test_cli_window_and_memory_options(h200: Callable[[str], Path], tmp_path: Pa
     assert_one_line_error(run("analyze", path, "--window", "3:2"), 2, "--window")
     assert_one_line_error(run("analyze", path, "--window", "soon"), 2, "--window")
     assert_one_line_error(run("analyze", path, "--max-memory", "lots"), 2, "--max-memory")
-    assert_one_line_error(run("analyze", path, "--max-memory", "20M"), 1, "before it reads any trace")
+    # too little to read anything: the user's own limit, a usage error (rc 2; issue 64: it was 1)
+    assert_one_line_error(run("analyze", path, "--max-memory", "20M"), 2, "(--max-memory): nsync needs about")

@@ -32,6 +32,26 @@ def test_every_docs_page_links_only_to_pages_that_exist() -> None:
             assert (page.parent / target).is_file(), f"{page.name} links to {target}"
 
 
+def heading_anchor(heading: str) -> str:
+    """The anchor GitHub gives a heading: lower case, no punctuation but hyphens and underscores, spaces as
+    hyphens (`## 6. What-if replay (`stages/replay/`)` is #6-what-if-replay-stagesreplay)."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_every_link_to_a_heading_finds_it() -> None:
+    """issue 64: two links pointed at headings that were renamed."""
+    pages = [*DOCS.glob("*.md"), README]
+    anchors = {page: {heading_anchor(h) for h in re.findall(r"^#+ (.*)$", page.read_text(), re.M)} for page in pages}
+    broken = [
+        f"{page.name} -> {target}#{anchor}"
+        for page in pages
+        for target, anchor in re.findall(r"\]\(([^)#\s]*)#([^)\s]+)\)", page.read_text())
+        if (page.parent / target if target else page) in anchors
+        and anchor not in anchors[page.parent / target if target else page]
+    ]
+    assert broken == []
+
+
 @pytest.mark.slow
 def test_the_readme_sample_is_what_nsync_analyze_prints_of_the_demo_trace() -> None:
     """The block after "On the bundled degraded trace", as `make demo`'s `nsync analyze` prints it, piped (120

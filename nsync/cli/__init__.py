@@ -3,6 +3,7 @@ library, writing the result and mapping errors to exit codes (app)."""
 
 from __future__ import annotations
 
+import difflib
 import gc
 import sys
 from typing import TYPE_CHECKING
@@ -42,6 +43,7 @@ def run(argv: list[str]) -> int:
     except typer.Abort:  # older click turns a Ctrl-C outside a command into Abort
         raise Interrupted from None
     except ClickException as error:  # bad option or argument: one line, not a box
+        _close_suggestions_only(error)
         message = error.format_message().strip()
         if message:  # (empty when a bare `nsync` printed its help)
             commands = {info.name for info in app.registered_commands}
@@ -51,6 +53,16 @@ def run(argv: list[str]) -> int:
     if code == Interrupted.exit_code:  # typer >= 0.29 turns a Ctrl-C outside a command into a silent 130
         raise Interrupted
     return code if isinstance(code, int) else 0
+
+
+def _close_suggestions_only(error: Exception) -> None:
+    """Keep only the suggestions of an unknown option that are close to it (click offered --verbose for --bogus)."""
+    name, possible = getattr(error, "option_name", None), getattr(error, "possibilities", None)
+    if isinstance(name, str) and possible:
+        error.possibilities = difflib.get_close_matches(name, list(possible), cutoff=SUGGESTION_CUTOFF)  # type: ignore[attr-defined]
+
+
+SUGGESTION_CUTOFF = 0.75  # --bogus and --verbose: 0.62, --verbos and --verbose: 0.94
 
 
 def short_usage() -> str:

@@ -325,6 +325,7 @@ MeasurePythonOption = Annotated[
 # The library's messages name its API; this command line's users read its flags instead.
 FLAG_OF_SETTING = {
     "AnalysisConfig.window_s": "--window START:END",
+    "AnalysisConfig.max_memory_bytes": "--max-memory",
     "AnalysisConfig.warmup_steps": "--warmup-steps",
     "ProfileOptions.calibrate=False": "--no-calibrate",
     "ProfileOptions.run_to_end=True": "--run-to-end",

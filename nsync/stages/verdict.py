@@ -27,8 +27,8 @@ from nsync.stages.replay import COVERAGE, WhatIf, chance_above
 
 # the verdict's cut-offs on the chance that the fix saves the threshold: nsync.knowledge.fitted
 MEASURE_HOW = (
-    "measure it: put the fix behind `if nsync.fixed():` (--suggest-switch writes nsync's rewrites so) and run "
-    "nsync measure on the program"
+    "measure it (put the fix behind `if nsync.fixed():`, as --suggest-switch writes nsync's rewrites, then run "
+    "nsync measure on the program)"
 )
 
 
@@ -71,13 +71,13 @@ class _Judged:
         share = f"{100 * self.share:.1f} %"
         likely = f"{100 * COVERAGE:.0f} % likely {low:.2f}-{high:.2f} ms"
         figure = f"{self.fix.saving_ns / 1e6:.2f} ms per step ({share}; {likely})"
-        near = f", near the {100 * self.threshold_share:g} % worth fixing: {MEASURE_HOW}"
+        near = f". That is near the {100 * self.threshold_share:g} % worth fixing: {MEASURE_HOW}"
         beside = f"; {self.beyond_reach}" if self.beyond_reach else ""
         if self.fix.scope == "together":
             would = "may save" if self.measure else "would save"
             return (
                 f"fixing all the syncs {'in your code' if self.only_own else 'of the step'} together {would} "
-                f"{figure}; no one of them alone: each waits for the same GPU work{near if self.measure else ''}"
+                f"{figure}, not one of them alone, as each waits for the same GPU work{near if self.measure else ''}"
                 f"{beside}"
             )
         if self.worth_fixing:

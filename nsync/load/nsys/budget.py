@@ -76,10 +76,11 @@ def plan_window(
     if budget is None or span_ns is None:
         return window, None
     if budget * SAFETY <= BASE_BYTES:
-        raise NsyncError(
-            f"{budget / 2**20:.0f} MiB of memory {'allowed' if budget_bytes is not None else 'available'}: "
-            f"nsync needs about {BASE_BYTES / 2**20 / SAFETY:.0f} MiB before it reads any trace"
-        )
+        amount = f"{budget / 2**20:.0f} MiB" if budget >= 2**20 else f"{budget:,} bytes"
+        needs = f"nsync needs about {BASE_BYTES / 2**20 / SAFETY:.0f} MiB before it reads any trace"
+        if budget_bytes is not None:  # the user's own limit: a usage error, said with the setting
+            raise UsageError(f"{amount} of memory allowed ({setting('AnalysisConfig.max_memory_bytes')}): {needs}")
+        raise NsyncError(f"{amount} of memory available: {needs}")
     start, stop = window or span_ns
     stop = min(stop, span_ns[1])
     span_share = max(0.0, min(1.0, (stop - start) / max(span_ns[1] - span_ns[0], 1)))
