@@ -194,7 +194,6 @@ def _summarised(trace: Trace, config: AnalysisConfig, found: _Found, priced: _Pr
         warnings.append(_outside_notice(outside, len(found.syncs)))
     stats = step_stats(steps, found.in_window, idle_by_gpu, found.gpu_step_ns, data_waits_ns(steps, trace.nvtx_ranges))
     warnings.extend(data_loader_notices(stats))
-    frame_note = next((w.message for w in trace.warnings if w.code == "python-frames"), "")
     return StageOutputs(
         trace_path=str(trace.path),
         nsys_version=trace.nsys_version,
@@ -217,7 +216,7 @@ def _summarised(trace: Trace, config: AnalysisConfig, found: _Found, priced: _Pr
         kernel_time_ns=found.kernel_time_ns,
         phases=phases,
         phase_sites=phase_sites,
-        verdict=judge(priced.callsites, priced.what_if, config, frame_note, priced.groups, priced.scopes),
+        verdict=judge(priced.callsites, priced.what_if, config, priced.groups, priced.scopes),
         read_groups=priced.groups,
         fix_scopes=priced.scopes,
     )

@@ -214,3 +214,16 @@ def test_a_program_without_optimizer_steps_has_no_calibration_and_says_so(real: 
     assert any(
         w.code == "uncalibrated" and "no unprofiled timings for steps of kernel:" in w.message for w in a.warnings
     )
+
+
+def test_a_nothing_worth_fixing_comment_spells_out_no_fix_alone_or_together(real: Callable[[str], Path]) -> None:
+    """issue 64: hf_trainer says "nothing worth fixing" (its fix measured noise, README), yet its Markdown, the
+    pull-request comment, still spelled out a "Fix together" of the Trainer's setting."""
+    from nsync import analyze, render_markdown
+
+    analysis = analyze(real("hf_trainer"))
+    assert analysis.verdict is not None and not analysis.verdict.worth_fixing and not analysis.verdict.measure
+    assert analysis.fixed_together  # (there is one to leave out)
+    text = render_markdown(analysis)
+    assert "Fix together" not in text and "Read together" not in text and "#### " not in text
+    assert "No fix is spelled out here: nothing is worth fixing for speed (each is in the HTML report)." in text

@@ -137,7 +137,10 @@ def test_files_that_are_no_result_are_one_line(tmp_path: Path) -> None:
 def test_from_refuses_what_only_an_analysis_can_do(saved) -> None:
     result = Path(saved["folder"]) / "r.json"
     done = run("analyze", PRINT_DEG, "--from", result, "--window", "1:2", "--db", "/tmp/x.db")
-    assert_one_line_error(done, 2, "TRACE, --window, --db need a trace to analyse")
+    # issue 64: "TRACE ... need a trace to analyse" said a trace needs a trace; the trace is named as one
+    assert_one_line_error(done, 2, "--from renders a saved result, and TRACE is a trace to analyse: give one or the")
+    done = run("analyze", "--from", result, "--window", "1:2", "--db", "/tmp/x.db")
+    assert_one_line_error(done, 2, "--window, --db need a trace to analyse")
     assert_one_line_error(run("analyze"), 2, "Missing argument 'TRACE'")
 
 
@@ -160,4 +163,4 @@ def test_every_command_renders_and_gates_a_result_it_saved(tmp_path: Path, h200_
     shown = run("measure", "--from", tmp_path / "m.json", "--fail-on-regression", "5")
     assert shown.returncode == 0 and "B is faster than A" in shown.stdout
     assert_one_line_error(run("measure", "--from", tmp_path / "d.json"), 1, "not an nsync measurement")
-    assert_one_line_error(run("diff", deg, "--from", tmp_path / "d.json"), 2, "BASELINE needs a trace to analyse")
+    assert_one_line_error(run("diff", deg, "--from", tmp_path / "d.json"), 2, "and BASELINE is a trace to analyse")

@@ -230,9 +230,13 @@ def calibration_for(trace: Path, use: bool, explicit: Path | None = None, quiet:
 def refuse_with_from(**given: object) -> None:
     """--from renders a saved result as it is: the flags (and arguments) that need a trace are refused."""
     named = [flag for flag, value in given.items() if value is not None]
-    if named:
-        need = "needs" if len(named) == 1 else "need"
-        raise UsageError(f"--from renders a saved result as it is: {', '.join(named)} {need} a trace to analyse")
+    traces = [flag for flag in named if not flag.startswith("-")]  # TRACE, EXPORT...: a trace itself
+    flags = [flag for flag in named if flag.startswith("-")]
+    if traces:
+        raise UsageError(f"--from renders a saved result, and {traces[0]} is a trace to analyse: give one or the other")
+    if flags:
+        need = "needs" if len(flags) == 1 else "need"
+        raise UsageError(f"--from renders a saved result as it is: {', '.join(flags)} {need} a trace to analyse")
 
 
 def required(value: T | None, name: str, what: str) -> T:

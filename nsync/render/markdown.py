@@ -150,10 +150,14 @@ def _sites_table(report: Analysis, sites: list[CallSite]) -> list[str]:
     if more > 0:
         lines += ["", f"{counted(more, 'more call site')} in the full report."]
     verdict = report.verdict
-    if verdict is None or verdict.worth_fixing or verdict.measure:
-        lines += _fixes(sites[:FIXES])
-    else:  # a PR comment that says "nothing worth fixing" spells out no fix
-        lines += ["", "No fix is spelled out here: nothing is worth fixing for speed (each is in the HTML report)."]
+    if verdict is not None and not verdict.worth_fixing and not verdict.measure:
+        # a PR comment that says "nothing worth fixing" spells out no fix, alone or together
+        return [
+            *lines,
+            "",
+            "No fix is spelled out here: nothing is worth fixing for speed (each is in the HTML report).",
+        ]
+    lines += _fixes(sites[:FIXES])
     lines += _fixed_together(report)
     for group in report.read_together:
         saving = group.predicted_saving_ms_per_step

@@ -92,9 +92,10 @@ def check_writable(files: list[tuple[str, Path]], reading: Path | None = None) -
             raise UsageError(f"{label} {path}: cannot write there, no such folder {folder}")
         if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
             raise UsageError(f"{label} {path}: cannot write there, permission denied")
-        _try_writing(label, path)
         if reading is not None and _same_file(path, reading):
             raise UsageError(f"{label} {path}: that is the trace being analysed; nsync never writes into a trace")
+        _same_file(path, path)  # (a loop of symbolic links is said as one, before it is tried)
+        _try_writing(label, path)
 
 
 def _try_writing(label: str, path: Path) -> None:

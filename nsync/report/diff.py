@@ -80,7 +80,7 @@ class DiffSite:
 
     @property
     def where(self) -> str:
-        return where(self.file, self.line)
+        return where(self.file, self.line, self.function)
 
 
 @dataclass(frozen=True)

@@ -10,9 +10,19 @@ from pathlib import Path
 from nsync.report.fixes import Advice, Reads
 
 
-def where(file: str, line: int | None) -> str:
-    """``file.py:12``: the file's name and the line."""
-    return f"{str(file).rsplit('/', 1)[-1]}:{line}"
+def where(file: str, line: int | None, function: str = "") -> str:
+    """``file.py:12``: the file's name and the line; a native frame, which has no line, by its library and its
+    function (``libtorch_cuda.so (at::native::copy_kernel_cuda)``: two of one library are told apart)."""
+    name = str(file).rsplit("/", 1)[-1]
+    if not line and function and function != name:
+        return f"{name} ({native_name(function)})"
+    return f"{name}:{line}"
+
+
+def native_name(function: str) -> str:
+    """A C++ function without its parameters: ``at::native::copy_kernel_cuda(at::TensorIterator&, bool)`` is
+    ``at::native::copy_kernel_cuda``."""
+    return function.split("(", 1)[0].strip() or function
 
 
 @dataclass(frozen=True)
@@ -41,7 +51,7 @@ class Site:
 
     @property
     def where(self) -> str:
-        return where(self.file, self.line)
+        return where(self.file, self.line, self.function)
 
     @property
     def issued_at(self) -> str:

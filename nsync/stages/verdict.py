@@ -20,6 +20,7 @@ from nsync.config import AnalysisConfig
 from nsync.knowledge import NOTHING_CHANCE, WORTH_FIXING_CHANCE
 from nsync.load import CallsiteSource
 from nsync.report.analysis import VerdictFacts, ns_to_ms, threshold_pct
+from nsync.report.sites import native_name
 from nsync.stages.advice import ReadGroup
 from nsync.stages.advice.scopes import FixScope
 from nsync.stages.callsites import issued_by_own_code, library_package
@@ -111,13 +112,12 @@ def judge(
     callsites: pd.DataFrame,
     predicted: WhatIf | None,
     config: AnalysisConfig,
-    frame_note: str = "",
     groups: list[ReadGroup] | None = None,
     scopes: list[FixScope] | None = None,
 ) -> VerdictFacts | None:
     """The verdict on the ranked ``callsites`` (with their savings), None without a prediction (no steps, or the
     replay was skipped). A site with no Python frame is named by its API and native function, and the verdict
-    says how to capture its Python line (``frame_note``): a shared library's name is nothing to act on. Reads
+    says where to read how to capture its Python line: a shared library's name is nothing to act on. Reads
     that one copy would do (``groups``), fixes that remove several sites (``scopes``; the what-if prices them
     after the groups) and loops of reads are named where that saves more than any one site."""
     if predicted is None or not np.isfinite(predicted.unprofiled_step_ns):
@@ -131,7 +131,7 @@ def judge(
 
     no_setting = _no_setting(callsites)
     out_of_reach, beyond_reach = _beyond_reach(callsites, no_setting)
-    fixes = _fixes(callsites, predicted, frame_note, groups or [], scopes or [], no_setting)
+    fixes = _fixes(callsites, predicted, groups or [], scopes or [], no_setting)
     best = max(fixes, key=lambda fix: fix.saving_ns, default=_Fix(0.0, (0.0, 0.0), "", "call site"))
     beyond_reach = beyond_reach if out_of_reach > best.saving_ns else ""
     verdict = judged(best, beyond_reach=beyond_reach)
@@ -149,7 +149,6 @@ def judge(
 def _fixes(
     callsites: pd.DataFrame,
     predicted: WhatIf,
-    frame_note: str,
     groups: list[ReadGroup],
     scopes: list[FixScope],
     no_setting: np.ndarray,
@@ -160,7 +159,7 @@ def _fixes(
     for row, excluded in zip(callsites.to_dict("records"), no_setting):
         site = int(row["site_id"])
         if not excluded and site in predicted.saving_ns and np.isfinite(predicted.saving_ns[site]):
-            fixes.append(_Fix(predicted.saving_ns[site], predicted.saving_range_ns[site], _site_named(row, frame_note),
+            fixes.append(_Fix(predicted.saving_ns[site], predicted.saving_range_ns[site], _site_named(row),
                               "call site"))  # fmt: skip
     priced = list(zip(predicted.group_saving_ns, predicted.group_range_ns))
     for group, (saving, span) in zip(groups, priced):
@@ -179,7 +178,7 @@ def _fixes(
     return fixes
 
 
-def _site_named(row: dict[str, Any], frame_note: str) -> str:
+def _site_named(row: dict[str, Any]) -> str:
     """The call site as the verdict names it: "file.py:12", "run.py:9 (issued at trainer.py:1847)", or, without
     a Python frame, its API and native function and how to capture its line."""
     site = f"{Path(str(row['file'])).name}:{int(row['line'])}"
@@ -187,9 +186,9 @@ def _site_named(row: dict[str, Any], frame_note: str) -> str:
         site += f" (issued at {Path(str(row['sync_file'])).name}:{int(row['sync_line'])})"
     if row["callsite_source"] != CallsiteSource.PYTHON_BACKTRACE:
         apis = "/".join(str(api) for api in row["apis"]) or "CUDA"
-        where = f" in {row['function']} ({Path(str(row['file'])).name})" if row["function"] != apis else ""
-        note = frame_note.rstrip(".") or "capture with Python backtraces (nsync profile) to name it"
-        site = f"the {apis} syncs{where}, whose Python line this trace does not name ({note})"
+        function = native_name(str(row["function"]))
+        where = f" in {function} ({Path(str(row['file'])).name})" if row["function"] != apis else ""
+        site = f"the {apis} syncs{where}, whose Python line this trace does not name (a note says how to capture it)"
     return site
 
 
