@@ -12,9 +12,10 @@ from nsync.report.fixes import Advice, Reads
 
 def where(file: str, line: int | None, function: str = "") -> str:
     """``file.py:12``: the file's name and the line; a native frame, which has no line, by its library and its
-    function (``libtorch_cuda.so (at::native::copy_kernel_cuda)``: two of one library are told apart)."""
+    function (``libtorch_cuda.so (at::native::copy_kernel_cuda)``: two of one library are told apart); a frame
+    of no known file, ``<unknown>:0``."""
     name = str(file).rsplit("/", 1)[-1]
-    if not line and function and function != name:
+    if not line and function and function != name and not name.startswith("<"):  # (<unknown>:0 stays so)
         return f"{name} ({native_name(function)})"
     return f"{name}:{line}"
 
