@@ -79,10 +79,13 @@ def test_an_export_without_metadata_says_it_is_outside_the_supported_range(edite
     )
 
 
-# TARGET_INFO_GPU as nsys 2020.5 wrote it, from the export's own rows (its GPU's CUDA ordinal is its id here)
+# TARGET_INFO_GPU as nsys 2020.5 wrote it (its CREATE statement from a real 2020.5 export's schema,
+# fixtures/schema/nsys-2020.5.txt), filled from the export's own rows (its GPU's CUDA ordinal is its id here)
+LEGACY_SCHEMA = (Path(__file__).resolve().parent.parent / "fixtures/schema/nsys-2020.5.txt").read_text()
 LEGACY_GPU_TABLE = [
-    "CREATE TABLE legacy (vmId INTEGER NOT NULL, deviceId INTEGER NOT NULL, name TEXT, busLocation TEXT, "
-    "isDiscrete INTEGER)",
+    next(line for line in LEGACY_SCHEMA.splitlines() if line.startswith("CREATE TABLE TARGET_INFO_GPU "))
+    .replace("TARGET_INFO_GPU", "legacy")
+    .rstrip(";"),
     "INSERT INTO legacy SELECT 281474976710656, id, name, '0000:02:00.0', 1 FROM TARGET_INFO_GPU",
     "DROP TABLE TARGET_INFO_GPU",
     "ALTER TABLE legacy RENAME TO TARGET_INFO_GPU",
@@ -103,7 +106,7 @@ LEGACY_GPU_TABLE = [
             "UPDATE TARGET_INFO_GPU SET id = 3",
             "UPDATE TARGET_INFO_CUDA_DEVICE SET gpuId = 3",
         ],
-        [  # nsys 2020.5 (../shared/docs/legacy-2020-schema.txt): TARGET_INFO_GPU by deviceId, no id column
+        [  # nsys 2020.5 (fixtures/schema/nsys-2020.5.txt): TARGET_INFO_GPU by deviceId, no id column
             *LEGACY_GPU_TABLE,
         ],
         [  # the same, its name NULL: the CUDA device's own table (by deviceId) names it

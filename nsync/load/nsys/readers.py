@@ -255,7 +255,7 @@ def read_gpus(db: ExportDb) -> pd.DataFrame:
     ``TARGET_INFO_CUDA_DEVICE`` where present, which handles CUDA_VISIBLE_DEVICES; else through its own
     ``cuDevice``, the CUDA ordinal, as 2022.4 and 2023.4 write it), or the ``TARGET_INFO_CUDA_GPU`` of
     early-2021 exports. A 2020 export keys ``TARGET_INFO_GPU`` by ``deviceId`` itself, with no ``id``
-    (docs/nsys-sqlite.md, legacy-2020-schema.txt)."""
+    (docs/nsys-sqlite.md; fixtures/schema/nsys-2020.5.txt)."""
     if db.has("TARGET_INFO_GPU", "deviceId") and not db.has("TARGET_INFO_GPU", "id"):
         frame = _legacy_gpus(db)
     elif db.has("TARGET_INFO_GPU", "name"):
